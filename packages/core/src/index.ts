@@ -1,0 +1,28 @@
+export type {
+  ChatModel,
+  ChatRequest,
+  ChatResponse,
+  ChatStreamEvent,
+  Embedder,
+  EmbedOptions,
+  FinishReason,
+  ToolChoice,
+  ToolSpec,
+  Usage,
+} from "./chat-model.js";
+export {
+  AlmanacError,
+  type AlmanacErrorOptions,
+  describeError,
+  type ErrorCategory,
+  InternalError,
+  isAlmanacError,
+  ProviderError,
+  type ProviderErrorOptions,
+  UserError,
+} from "./errors.js";
+export { type Logger, silentLogger } from "./logger.js";
+export * from "./message.js";
+export { contentBlockSchema, messageSchema } from "./message-schema.js";
+export * from "./openai-wire.js";
+export * from "./token-counter.js";

@@ -1,0 +1,108 @@
+import * as cl100k from "gpt-tokenizer/encoding/cl100k_base";
+import * as o200k from "gpt-tokenizer/encoding/o200k_base";
+import type { ContentBlock, Message } from "./message.js";
+
+/** BPE encodings shipped with the tokenizer package (no download at run time). */
+export type TokenEncoding = "o200k_base" | "cl100k_base";
+
+/**
+ * How a count was obtained. `bpe:*` is a real tokenizer; `estimate` is the labelled
+ * fallback (characters per token heuristic) and must never be mistaken for a real count.
+ */
+export type TokenCountMethod = `bpe:${TokenEncoding}` | "estimate";
+
+/** Counts tokens of text and messages, caching per message. */
+export interface TokenCounter {
+  readonly method: TokenCountMethod;
+  /** Tokens of a bare string. */
+  countText(text: string): number;
+  /** Tokens one message costs in a chat prompt, including the per-message framing. */
+  countMessage(message: Message): number;
+  /** Sum of {@link countMessage} over the messages. */
+  countMessages(messages: readonly Message[]): number;
+  /** Cache statistics, for benchmarks and metrics. */
+  stats(): { readonly hits: number; readonly misses: number };
+}
+
+// Framing costs follow OpenAI's published accounting for chat prompts: every message is
+// wrapped in role/separator tokens, a name adds one, tool calls carry their own framing.
+const MESSAGE_FRAMING_TOKENS = 3;
+const NAME_TOKENS = 1;
+const TOOL_CALL_FRAMING_TOKENS = 8;
+/** Images are billed by tiles server-side; 765 is OpenAI's cost of a 1024×1024 `high` image, 85 of `low`. */
+const IMAGE_TOKENS = { low: 85, other: 765 } as const;
+
+const NO_SPECIAL_TOKENS = { disallowedSpecial: new Set<string>() };
+
+type TextCounter = (text: string) => number;
+
+const bpeCounters: Record<TokenEncoding, TextCounter> = {
+  o200k_base: (text) => o200k.countTokens(text, NO_SPECIAL_TOKENS),
+  cl100k_base: (text) => cl100k.countTokens(text, NO_SPECIAL_TOKENS),
+};
+
+const CJK = /[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]/gu;
+
+/**
+ * The labelled fallback: ~4 Latin characters per token, ~1 token per CJK character.
+ * Only for when a real tokenizer cannot be used.
+ */
+export function estimateTokens(text: string): number {
+  const cjk = text.match(CJK)?.length ?? 0;
+  return Math.ceil(cjk + (text.length - cjk) / 4);
+}
+
+function blockTokens(block: ContentBlock, countText: TextCounter): number {
+  switch (block.type) {
+    case "text":
+    case "reasoning":
+      return countText(block.text);
+    case "image":
+      return block.detail === "low" ? IMAGE_TOKENS.low : IMAGE_TOKENS.other;
+    case "tool_call":
+      return TOOL_CALL_FRAMING_TOKENS + countText(block.name) + countText(block.arguments);
+    case "tool_result":
+      return countText(block.content);
+  }
+}
+
+function createCounter(method: TokenCountMethod, countText: TextCounter): TokenCounter {
+  // Keyed by the content array: messages are immutable and marking a message keeps its
+  // content array, so a compacted or re-marked message is still a cache hit.
+  const cache = new WeakMap<readonly ContentBlock[], number>();
+  let hits = 0;
+  let misses = 0;
+  const countMessage = (message: Message): number => {
+    let content = cache.get(message.content);
+    if (content === undefined) {
+      misses += 1;
+      content = 0;
+      for (const block of message.content) content += blockTokens(block, countText);
+      cache.set(message.content, content);
+    } else {
+      hits += 1;
+    }
+    return content + MESSAGE_FRAMING_TOKENS + (message.name === undefined ? 0 : NAME_TOKENS);
+  };
+  return {
+    method,
+    countText,
+    countMessage,
+    countMessages(messages) {
+      let total = 0;
+      for (const message of messages) total += countMessage(message);
+      return total;
+    },
+    stats: () => ({ hits, misses }),
+  };
+}
+
+/** A counter over a real BPE tokenizer (default `o200k_base`, used by current OpenAI models). */
+export function createTokenCounter(encoding: TokenEncoding = "o200k_base"): TokenCounter {
+  return createCounter(`bpe:${encoding}`, bpeCounters[encoding]);
+}
+
+/** The fallback counter; its `method` is `estimate` so callers can say so. */
+export function createEstimatingTokenCounter(): TokenCounter {
+  return createCounter("estimate", estimateTokens);
+}
