@@ -1,0 +1,127 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ConfigError, loadConfig, missingModelSettings, redactConfig } from "./load-config.js";
+import { listSettings } from "./settings.js";
+
+let cwd: string;
+beforeEach(async () => {
+  cwd = await mkdtemp(join(tmpdir(), "almanac-config-"));
+});
+afterEach(async () => {
+  await rm(cwd, { recursive: true, force: true });
+});
+
+function expectConfigError(run: () => unknown): ConfigError {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("loadConfig", () => {
+  it("starts with nothing configured: data under ./data, 127.0.0.1:8787, no model", () => {
+    const { config, file } = loadConfig({ env: {}, cwd });
+    expect(file).toBeUndefined();
+    expect(config.home).toBe(join(cwd, "data"));
+    expect(config.server).toMatchObject({ host: "127.0.0.1", port: 8787 });
+    expect(missingModelSettings(config)).toEqual(["ALMANAC_MODEL_BASE_URL", "ALMANAC_MODEL_NAME"]);
+  });
+
+  it("reads environment variables with the right types", () => {
+    const { config, sources } = loadConfig({
+      env: {
+        ALMANAC_PORT: "9000",
+        ALMANAC_MODEL_BASE_URL: "http://localhost:11434/v1",
+        ALMANAC_MODEL_NAME: "qwen3",
+        ALMANAC_MODEL_HEADERS: '{"X-Org":"me"}',
+      },
+      cwd,
+    });
+    expect(config.server.port).toBe(9000);
+    expect(config.model.headers).toEqual({ "X-Org": "me" });
+    expect(missingModelSettings(config)).toEqual([]);
+    expect(sources.get("server.port")).toBe("env");
+  });
+
+  it("prefers the config file's explicit value over the environment", async () => {
+    await writeFile(join(cwd, "almanac.yaml"), "server:\n  port: 7000\n");
+    const { config, sources, file } = loadConfig({ env: { ALMANAC_PORT: "9000" }, cwd });
+    expect(config.server.port).toBe(7000);
+    expect(sources.get("server.port")).toBe("file");
+    expect(file).toBe(join(cwd, "almanac.yaml"));
+  });
+
+  it("reads .env but lets real environment variables win", async () => {
+    await writeFile(join(cwd, ".env"), "ALMANAC_PORT=7100\nALMANAC_HOST=0.0.0.0\n");
+    const { config } = loadConfig({ env: { ALMANAC_PORT: "7200" }, cwd });
+    expect(config.server.port).toBe(7200);
+    expect(config.server.host).toBe("0.0.0.0");
+  });
+
+  it("names the key, the env variable, the value and what is allowed when a value is wrong", () => {
+    const error = expectConfigError(() =>
+      loadConfig({ env: { ALMANAC_PORT: "eighty", ALMANAC_LOG_LEVEL: "loud" }, cwd }),
+    );
+    expect(error.code).toBe("config.invalid");
+    expect(error.message).toContain('server.port = "eighty" (from ALMANAC_PORT)');
+    expect(error.message).toMatch(
+      /log\.level = "loud" \(from ALMANAC_LOG_LEVEL\).*allowed: fatal, error, warn, info/,
+    );
+  });
+
+  it("rejects out-of-range numbers and bad URLs", () => {
+    const error = expectConfigError(() =>
+      loadConfig({ env: { ALMANAC_PORT: "70000", ALMANAC_MODEL_BASE_URL: "ftp://x" }, cwd }),
+    );
+    expect(error.problems).toHaveLength(2);
+    expect(error.message).toContain("server.port = 70000");
+    expect(error.message).toContain("expected an http(s) URL");
+  });
+
+  it("rejects unknown keys in the config file and lists the known ones", async () => {
+    await writeFile(join(cwd, "almanac.yaml"), "server:\n  prot: 1\n");
+    const error = expectConfigError(() => loadConfig({ env: {}, cwd }));
+    expect(error.message).toContain("server.prot");
+    expect(error.message).toContain("server.port");
+  });
+
+  it("never shows a secret's value in an error", () => {
+    const error = expectConfigError(() => loadConfig({ env: { ALMANAC_ADMIN_TOKEN: "short-secret" }, cwd }));
+    expect(error.message).toContain("server.adminToken");
+    expect(error.message).not.toContain("short-secret");
+  });
+
+  it("fails clearly when ALMANAC_CONFIG points at a missing file or the file is not YAML", async () => {
+    expect(() => loadConfig({ env: { ALMANAC_CONFIG: "nope.yaml" }, cwd })).toThrow(/no such file/);
+    await writeFile(join(cwd, "bad.yaml"), "server: [unclosed");
+    expect(() => loadConfig({ env: { ALMANAC_CONFIG: "bad.yaml" }, cwd })).toThrow(/not valid YAML/);
+  });
+
+  it("masks secrets in the redacted view", () => {
+    const { config } = loadConfig({
+      env: { ALMANAC_MODEL_API_KEY: "sk-very-secret", ALMANAC_ADMIN_TOKEN: "a-long-admin-token-123" },
+      cwd,
+    });
+    const text = JSON.stringify(redactConfig(config));
+    expect(text).not.toContain("sk-very-secret");
+    expect(text).not.toContain("a-long-admin-token-123");
+  });
+});
+
+describe("settings", () => {
+  it("documents every key with a unique ALMANAC_ environment variable", () => {
+    const settings = listSettings();
+    expect(settings.length).toBeGreaterThan(15);
+    const envs = settings.map((setting) => setting.env);
+    expect(new Set(envs).size).toBe(envs.length);
+    for (const setting of settings) {
+      expect(setting.env).toMatch(/^ALMANAC_[A-Z0-9_]+$/);
+      expect(setting.description.length).toBeGreaterThan(10);
+    }
+  });
+});

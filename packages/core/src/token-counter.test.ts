@@ -1,0 +1,69 @@
+import { describe, expect, it } from "vitest";
+import { createMessage, withMark } from "./message.js";
+import { createEstimatingTokenCounter, createTokenCounter, estimateTokens } from "./token-counter.js";
+
+describe("token counter", () => {
+  it("counts with a real BPE tokenizer, not characters divided by four", () => {
+    const counter = createTokenCounter();
+    expect(counter.method).toBe("bpe:o200k_base");
+    // "hello world" is two BPE tokens; chars/4 would say 3.
+    expect(counter.countText("hello world")).toBe(2);
+    expect(counter.countText("")).toBe(0);
+    // Special-token text is counted as plain text instead of throwing.
+    expect(counter.countText("<|endoftext|>")).toBeGreaterThan(1);
+  });
+
+  it("supports the cl100k encoding too", () => {
+    const counter = createTokenCounter("cl100k_base");
+    expect(counter.method).toBe("bpe:cl100k_base");
+    expect(counter.countText("hello world")).toBe(2);
+  });
+
+  it("counts a message's framing, name and every block kind", () => {
+    const counter = createTokenCounter();
+    const plain = counter.countMessage(createMessage({ role: "user", content: "hello world" }));
+    expect(plain).toBe(2 + 3);
+    const named = counter.countMessage(createMessage({ role: "user", name: "ann", content: "hello world" }));
+    expect(named).toBe(plain + 1);
+    const call = counter.countMessage(
+      createMessage({
+        role: "assistant",
+        content: [{ type: "tool_call", id: "c", name: "read_file", arguments: '{"path":"a.md"}' }],
+      }),
+    );
+    expect(call).toBeGreaterThan(8);
+    const image = counter.countMessage(
+      createMessage({ role: "user", content: [{ type: "image", url: "https://x/y.png", detail: "low" }] }),
+    );
+    expect(image).toBe(85 + 3);
+  });
+
+  it("counts a long history again after one new message by tokenizing only the new message", () => {
+    const counter = createTokenCounter();
+    const history = Array.from({ length: 1000 }, (_, index) =>
+      createMessage({ role: index % 2 === 0 ? "user" : "assistant", content: `message number ${index}` }),
+    );
+    const first = counter.countMessages(history);
+    expect(counter.stats().misses).toBe(1000);
+    history.push(createMessage({ role: "user", content: "one more" }));
+    const second = counter.countMessages(history);
+    expect(counter.stats().misses).toBe(1001);
+    expect(counter.stats().hits).toBe(1000);
+    expect(second).toBeGreaterThan(first);
+  });
+
+  it("keeps the cache when a message is only re-marked", () => {
+    const counter = createTokenCounter();
+    const message = createMessage({ role: "user", content: "cache me" });
+    const before = counter.countMessage(message);
+    expect(counter.countMessage(withMark(message, "compacted"))).toBe(before);
+    expect(counter.stats()).toEqual({ hits: 1, misses: 1 });
+  });
+
+  it("labels the fallback estimate and treats CJK characters as about one token each", () => {
+    const counter = createEstimatingTokenCounter();
+    expect(counter.method).toBe("estimate");
+    expect(estimateTokens("项目计划")).toBe(4);
+    expect(estimateTokens("abcdefgh")).toBe(2);
+  });
+});
