@@ -1,3 +1,4 @@
+export type { ChannelAdapter, ChannelStatus, InboundMessage, OutboundMessage, Sender } from "./channel.js";
 export type {
   ChatModel,
   ChatRequest,
@@ -10,6 +11,7 @@ export type {
   ToolSpec,
   Usage,
 } from "./chat-model.js";
+
 export {
   AlmanacError,
   type AlmanacErrorOptions,
@@ -26,3 +28,4 @@ export * from "./message.js";
 export { contentBlockSchema, messageSchema } from "./message-schema.js";
 export * from "./openai-wire.js";
 export * from "./token-counter.js";
+export { MISSING_TOOL_RESULT_TEXT, repairToolPairs } from "./tool-pairs.js";

@@ -1,0 +1,269 @@
+import { appendFile, mkdir, readdir, stat } from "node:fs/promises";
+import * as path from "node:path";
+import { UserError } from "@almanac/core";
+import writeFileAtomic from "write-file-atomic";
+import { z } from "zod";
+import { positiveInteger } from "./positive-integer.js";
+import { defineTool, type Tool } from "./toolkit.js";
+import {
+  notAFileError,
+  notFoundError,
+  readTextFile,
+  resolveTarget,
+  shownPath,
+  splitLines,
+  toWorkspaceError,
+  type WorkspaceTarget,
+} from "./workspace-fs.js";
+
+/** Options of {@link createWorkspaceFileTools}. */
+export interface WorkspaceFileToolsOptions {
+  /** The workspace directory; every path the model gives is resolved inside it. */
+  readonly root: string;
+  /** Most lines one `read_file` call returns. Default 2000. */
+  readonly maxReadLines?: number;
+  /** Most entries one `list_files` call returns. Default 1000. */
+  readonly maxListEntries?: number;
+}
+
+const pathField = z.string().describe("Path relative to the workspace root, e.g. notes/todo.md");
+
+function describeSize(text: string): string {
+  const lines = splitLines(text).length;
+  return `${lines} ${lines === 1 ? "line" : "lines"}, ${text.length} characters`;
+}
+
+async function existingKind(target: WorkspaceTarget): Promise<"file" | "directory" | "missing"> {
+  try {
+    return (await stat(target.absolute)).isDirectory() ? "directory" : "file";
+  } catch (error) {
+    const mapped = toWorkspaceError(error, target.shown);
+    if (mapped instanceof UserError && mapped.code === "workspace.not_found") return "missing";
+    throw mapped;
+  }
+}
+
+async function ensureParent(target: WorkspaceTarget): Promise<void> {
+  try {
+    await mkdir(path.dirname(target.absolute), { recursive: true });
+  } catch (error) {
+    throw toWorkspaceError(error, target.shown);
+  }
+}
+
+/** Start offsets of the non-overlapping occurrences of `needle` in `text`. */
+function occurrences(text: string, needle: string): number[] {
+  const found: number[] = [];
+  for (let index = text.indexOf(needle); index !== -1; index = text.indexOf(needle, index + needle.length)) {
+    found.push(index);
+  }
+  return found;
+}
+
+/** Replaces at the given offsets by slicing (String.replace would interpret `$&` and friends in new text). */
+function replaceAt(text: string, starts: readonly number[], length: number, replacement: string): string {
+  let result = "";
+  let cursor = 0;
+  for (const start of starts) {
+    result += text.slice(cursor, start) + replacement;
+    cursor = start + length;
+  }
+  return result + text.slice(cursor);
+}
+
+/**
+ * The workspace file tools: `read_file`, `write_file`, `edit_file`, `append_file` and `list_files`.
+ * Every path goes through {@link resolveWorkspacePath}; failures become tool error results, never crashes.
+ */
+export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): Tool[] {
+  const { root } = options;
+  const maxReadLines = positiveInteger(options.maxReadLines, 2000, "createWorkspaceFileTools: maxReadLines");
+  const maxListEntries = positiveInteger(
+    options.maxListEntries,
+    1000,
+    "createWorkspaceFileTools: maxListEntries",
+  );
+
+  const readFileTool = defineTool({
+    name: "read_file",
+    description: `Read a text file in the workspace. Shows at most ${maxReadLines} lines per call; use offset and limit to page through longer files.`,
+    parameters: z.object({
+      path: pathField,
+      offset: z.number().int().min(1).optional().describe("First line to show, 1-based. Default 1."),
+      limit: z
+        .number()
+        .int()
+        .min(1)
+        .optional()
+        .describe(`How many lines to show. Default and maximum ${maxReadLines}.`),
+    }),
+    async execute({ path: requested, offset = 1, limit }) {
+      const target = await resolveTarget(root, requested);
+      const lines = splitLines(await readTextFile(target));
+      if (lines.length === 0) return `[${target.shown} is empty: 0 lines]`;
+      if (offset > lines.length) {
+        return {
+          content: `offset ${offset} is past the end of ${target.shown}, which has ${lines.length} lines.`,
+          isError: true,
+        };
+      }
+      const count = Math.min(limit ?? maxReadLines, maxReadLines);
+      const end = Math.min(lines.length, offset + count - 1);
+      const header = `[${target.shown}: lines ${offset}-${end} of ${lines.length}]`;
+      const body = lines.slice(offset - 1, end).join("\n");
+      const rest = lines.length - end;
+      const footer =
+        rest > 0
+          ? `\n[${rest} more ${rest === 1 ? "line" : "lines"}: call read_file with offset ${end + 1} to read on]`
+          : "";
+      return `${header}\n${body}${footer}`;
+    },
+  });
+
+  const writeFileTool = defineTool({
+    name: "write_file",
+    description:
+      "Create or overwrite a text file in the workspace with the given content. Parent directories are created.",
+    parameters: z.object({
+      path: pathField,
+      content: z.string().describe("The complete new content of the file."),
+    }),
+    async execute({ path: requested, content }) {
+      const target = await resolveTarget(root, requested);
+      const kind = await existingKind(target);
+      if (kind === "directory") throw notAFileError(target.shown);
+      await ensureParent(target);
+      try {
+        await writeFileAtomic(target.absolute, content, { encoding: "utf8" });
+      } catch (error) {
+        throw toWorkspaceError(error, target.shown);
+      }
+      return `Wrote ${target.shown} (${describeSize(content)}; ${kind === "missing" ? "created" : "replaced"}).`;
+    },
+  });
+
+  const editFileTool = defineTool({
+    name: "edit_file",
+    description:
+      "Replace exact text in a workspace file. old_text must match the file exactly (whitespace and line breaks included) and occur once, unless replace_all is true.",
+    parameters: z.object({
+      path: pathField,
+      old_text: z.string().min(1).describe("The exact text to replace."),
+      new_text: z.string().describe("The text to put in its place."),
+      replace_all: z
+        .boolean()
+        .optional()
+        .describe("Replace every occurrence instead of exactly one. Default false."),
+    }),
+    async execute({
+      path: requested,
+      old_text: oldText,
+      new_text: newText,
+      replace_all: replaceAll = false,
+    }) {
+      const target = await resolveTarget(root, requested);
+      const text = await readTextFile(target);
+      const found = occurrences(text, oldText);
+      if (found.length === 0) {
+        return {
+          content: `old_text was not found in ${target.shown}. It must match exactly, including whitespace and line breaks; read the file and copy the text.`,
+          isError: true,
+        };
+      }
+      if (found.length > 1 && !replaceAll) {
+        return {
+          content: `old_text occurs ${found.length} times in ${target.shown}. Include more surrounding text so it matches once, or set replace_all to true.`,
+          isError: true,
+        };
+      }
+      if (oldText === newText)
+        return { content: "old_text and new_text are the same; nothing changed.", isError: true };
+      try {
+        await writeFileAtomic(target.absolute, replaceAt(text, found, oldText.length, newText), {
+          encoding: "utf8",
+        });
+      } catch (error) {
+        throw toWorkspaceError(error, target.shown);
+      }
+      return `Edited ${target.shown}: replaced ${found.length} ${found.length === 1 ? "occurrence" : "occurrences"}.`;
+    },
+  });
+
+  const appendFileTool = defineTool({
+    name: "append_file",
+    description:
+      "Append text to the end of a workspace file, creating the file (and its directories) if missing.",
+    parameters: z.object({
+      path: pathField,
+      content: z
+        .string()
+        .describe("Text to add at the end, exactly as given (include a leading newline if needed)."),
+    }),
+    async execute({ path: requested, content }) {
+      const target = await resolveTarget(root, requested);
+      const kind = await existingKind(target);
+      await ensureParent(target);
+      try {
+        await appendFile(target.absolute, content, "utf8");
+      } catch (error) {
+        throw toWorkspaceError(error, target.shown);
+      }
+      return `Appended ${content.length} characters to ${target.shown}${kind === "missing" ? " (file created)" : ""}.`;
+    },
+  });
+
+  const listFilesTool = defineTool({
+    name: "list_files",
+    description: `List a workspace directory (directories end with "/"). Recursive listing stops after ${maxListEntries} entries.`,
+    parameters: z.object({
+      path: pathField.optional().describe("Directory relative to the workspace root. Default: the root."),
+      recursive: z
+        .boolean()
+        .optional()
+        .describe("Include everything below, not just direct entries. Default false."),
+    }),
+    async execute({ path: requested = ".", recursive = false }) {
+      const target = await resolveTarget(root, requested);
+      const kind = await existingKind(target);
+      if (kind === "missing") throw notFoundError(target.shown);
+      if (kind === "file") {
+        return {
+          content: `"${target.shown}" is a file, not a directory. Use read_file to read it.`,
+          isError: true,
+        };
+      }
+      const entries: string[] = [];
+      let truncated = false;
+      // Depth first with sorted names, so a directory's contents follow it. Symlinked directories are
+      // shown but not entered (no loops, and their targets are checked when read).
+      const visit = async (directory: string): Promise<void> => {
+        const children = (await readdir(directory, { withFileTypes: true })).sort((a, b) =>
+          // Code-unit order: the same on every machine, whatever its locale.
+          a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+        );
+        for (const child of children) {
+          if (entries.length >= maxListEntries) {
+            truncated = true;
+            return;
+          }
+          const absolute = path.join(directory, child.name);
+          const shown = shownPath(target.realRoot, absolute);
+          entries.push(child.isDirectory() ? `${shown}/` : shown);
+          if (recursive && child.isDirectory()) await visit(absolute);
+        }
+      };
+      try {
+        await visit(target.absolute);
+      } catch (error) {
+        throw toWorkspaceError(error, target.shown);
+      }
+      if (entries.length === 0) return `[${target.shown} is an empty directory]`;
+      const note = truncated
+        ? `\n[listing stopped at ${maxListEntries} entries; list a subdirectory to see the rest]`
+        : "";
+      return `${entries.join("\n")}${note}`;
+    },
+  });
+
+  return [readFileTool, writeFileTool, editFileTool, appendFileTool, listFilesTool];
+}

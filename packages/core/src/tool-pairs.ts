@@ -1,0 +1,54 @@
+import { createMessage, type Message, toolCallsOf, toolResultsOf } from "./message.js";
+
+/** Text of the result added for a tool call whose real result was never recorded. */
+export const MISSING_TOOL_RESULT_TEXT =
+  "No result was recorded for this tool call (the run was interrupted before it finished).";
+
+/**
+ * Makes a conversation valid for strict providers: every assistant tool call gets a result right after its
+ * message, and tool results that answer no preceding call are dropped. Returns the same array when nothing
+ * needed repair. Used after a crash (a turn cut short) and as a safety net before sending a prompt.
+ */
+export function repairToolPairs(messages: readonly Message[]): readonly Message[] {
+  const repaired: Message[] = [];
+  let changed = false;
+  let index = 0;
+  while (index < messages.length) {
+    const message = messages[index] as Message;
+    index += 1;
+    if (message.role === "tool") {
+      // A tool message here did not follow an assistant message with calls: it answers nothing.
+      changed = true;
+      continue;
+    }
+    repaired.push(message);
+    const calls = message.role === "assistant" ? toolCallsOf(message) : [];
+    if (calls.length === 0) continue;
+    const open = new Set(calls.map((call) => call.id));
+    while (index < messages.length && (messages[index] as Message).role === "tool") {
+      const toolMessage = messages[index] as Message;
+      index += 1;
+      const results = toolResultsOf(toolMessage);
+      if (results.length > 0 && results.every((result) => open.has(result.callId))) {
+        for (const result of results) open.delete(result.callId);
+        repaired.push(toolMessage);
+      } else {
+        changed = true;
+      }
+    }
+    for (const call of calls) {
+      if (!open.has(call.id)) continue;
+      changed = true;
+      repaired.push(
+        createMessage({
+          role: "tool",
+          timestamp: message.timestamp,
+          content: [
+            { type: "tool_result", callId: call.id, content: MISSING_TOOL_RESULT_TEXT, isError: true },
+          ],
+        }),
+      );
+    }
+  }
+  return changed ? repaired : messages;
+}

@@ -1,0 +1,19 @@
+export { classifyError, type ErrorContext } from "./classify-error.js";
+export {
+  isModelError,
+  isRetryableKind,
+  ModelError,
+  type ModelErrorKind,
+  type ModelErrorOptions,
+} from "./model-error.js";
+export {
+  createOpenAIChatModel,
+  type OpenAIChatModel,
+  type OpenAIChatModelConfig,
+  type UsageReport,
+} from "./openai-chat-model.js";
+export { createOpenAIEmbedder, type OpenAIEmbedderConfig } from "./openai-embedder.js";
+export type { EndpointConfig } from "./resolve-endpoint.js";
+export { abortableSleep, type RetryInfo, type RetryPolicy, retryDelayMs, type Sleep } from "./retry.js";
+export { parseRetryAfterMs } from "./retry-after.js";
+export type { UsageTotals } from "./usage-tracker.js";

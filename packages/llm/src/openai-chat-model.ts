@@ -1,0 +1,172 @@
+import type {
+  AlmanacError,
+  ChatModel,
+  ChatRequest,
+  ChatResponse,
+  ChatStreamEvent,
+  Usage,
+} from "@almanac/core";
+import { createAttemptSignal } from "./attempt-signal.js";
+import { classifyError, type ErrorContext } from "./classify-error.js";
+import { toChatCompletionBody } from "./convert-request.js";
+import { parseChatCompletion } from "./convert-response.js";
+import { isModelError } from "./model-error.js";
+import { type EndpointConfig, integerAtLeast, resolveEndpoint } from "./resolve-endpoint.js";
+import { type RetryInfo, withRetry } from "./retry.js";
+import { type ChatCallHooks, streamChat } from "./stream-chat.js";
+import { createUsageTracker, type UsageTotals } from "./usage-tracker.js";
+
+/** One successful call's usage, for metrics. */
+export interface UsageReport {
+  /** The model the provider says answered. */
+  readonly model: string;
+  readonly usage: Usage;
+  /** From the call's start to its end, retries and waits included. */
+  readonly latencyMs: number;
+  readonly attempts: number;
+}
+
+/** Configuration of {@link createOpenAIChatModel}. */
+export interface OpenAIChatModelConfig extends EndpointConfig {
+  /** Context window in tokens, when known (reported as `contextWindow`; not enforced here). */
+  readonly contextWindow?: number;
+  /** Send reasoning blocks back as `reasoning_content` (off by default; many providers reject it). */
+  readonly includeReasoning?: boolean;
+  /** Ask for a final usage chunk when streaming (`stream_options.include_usage`); default true. */
+  readonly streamUsage?: boolean;
+  /** Called after every successful call that reported usage. Errors it throws are logged and ignored. */
+  readonly onUsage?: (report: UsageReport) => void;
+  /** Clock for latency, in milliseconds; injectable for tests. */
+  readonly now?: () => number;
+}
+
+/** A {@link ChatModel} on an OpenAI-compatible endpoint, with running usage totals. */
+export interface OpenAIChatModel extends ChatModel {
+  /** Totals since this model was created. */
+  usageTotals(): UsageTotals;
+}
+
+/**
+ * Creates a chat model on the official `openai` client. We own retries (exponential backoff with
+ * full jitter, Retry-After honoured up to `maxRetryAfterMs`) and classify every failure as a `ModelError`.
+ */
+export function createOpenAIChatModel(config: OpenAIChatModelConfig): OpenAIChatModel {
+  const endpoint = resolveEndpoint(config, "chat model");
+  const contextWindow =
+    config.contextWindow === undefined
+      ? undefined
+      : integerAtLeast(config.contextWindow, 0, 1, "contextWindow", "chat model");
+  const now = config.now ?? Date.now;
+  const tracker = createUsageTracker();
+  const logger = endpoint.logger.child({ component: "llm", model: endpoint.model });
+
+  const errorContext = (request: ChatRequest, timedOut = false): ErrorContext => ({
+    operation: "chat",
+    model: endpoint.model,
+    baseURL: endpoint.baseURL,
+    apiKey: endpoint.apiKey,
+    timeoutMs: request.timeoutMs ?? endpoint.timeoutMs,
+    callerSignal: request.signal,
+    timedOut,
+  });
+
+  const hooks: ChatCallHooks = {
+    errorContext,
+    onRetry(info: RetryInfo) {
+      tracker.recordRetry();
+      logger.warn(
+        {
+          kind: info.error.kind,
+          status: info.error.status,
+          attempt: info.attempt,
+          delayMs: info.delayMs,
+          error: info.error.message,
+        },
+        "chat call failed; retrying",
+      );
+    },
+    onSuccess(response: ChatResponse, startedMs: number) {
+      tracker.recordSuccess(response.usage);
+      if (response.usage === undefined || config.onUsage === undefined) return;
+      try {
+        config.onUsage({
+          model: response.model,
+          usage: response.usage,
+          latencyMs: now() - startedMs,
+          attempts: response.attempts,
+        });
+      } catch (error) {
+        logger.warn({ error: String(error) }, "onUsage callback threw; ignored");
+      }
+    },
+    onFailure(error: AlmanacError) {
+      tracker.recordFailure();
+      const fields = { code: error.code, error: error.message };
+      if (isModelError(error, "aborted")) logger.debug(fields, "chat call aborted");
+      else logger.warn(fields, "chat call failed");
+    },
+    now,
+  };
+
+  const timeoutOf = (request: ChatRequest): number =>
+    request.timeoutMs === undefined
+      ? endpoint.timeoutMs
+      : integerAtLeast(Math.ceil(request.timeoutMs), 0, 1, "timeoutMs", "chat request");
+
+  return {
+    modelName: endpoint.model,
+    contextWindow,
+    usageTotals: () => tracker.totals(),
+
+    async complete(request) {
+      const startedMs = now();
+      const timeoutMs = timeoutOf(request);
+      const body = toChatCompletionBody(request, {
+        model: endpoint.model,
+        includeReasoning: config.includeReasoning ?? false,
+      });
+      const attemptOnce = async (attempt: number): Promise<ChatResponse> => {
+        const attemptSignal = createAttemptSignal(request.signal, timeoutMs);
+        try {
+          const raw: unknown = await endpoint.client.chat.completions.create(body, {
+            signal: attemptSignal.signal,
+            timeout: timeoutMs,
+          });
+          return parseChatCompletion(raw, errorContext(request), attempt);
+        } catch (error) {
+          throw classifyError(error, errorContext(request, attemptSignal.timedOut()));
+        } finally {
+          attemptSignal.dispose();
+        }
+      };
+      try {
+        const { value: response } = await withRetry(attemptOnce, {
+          policy: endpoint.policy,
+          sleep: endpoint.sleep,
+          signal: request.signal,
+          classify: (error) => classifyError(error, errorContext(request)),
+          onRetry: hooks.onRetry,
+        });
+        hooks.onSuccess(response, startedMs);
+        return response;
+      } catch (error) {
+        const failure = classifyError(error, errorContext(request));
+        hooks.onFailure(failure);
+        throw failure;
+      }
+    },
+
+    // A generator method, so even a bad request setting surfaces on iteration, like every other failure.
+    async *stream(request): AsyncGenerator<ChatStreamEvent, void, undefined> {
+      const body = {
+        ...toChatCompletionBody(request, {
+          model: endpoint.model,
+          includeReasoning: config.includeReasoning ?? false,
+        }),
+        stream: true as const,
+        ...((config.streamUsage ?? true) ? { stream_options: { include_usage: true } } : {}),
+      };
+      yield* streamChat({ endpoint, body, request, timeoutMs: timeoutOf(request), hooks });
+    },
+  };
+}

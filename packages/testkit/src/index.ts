@@ -1,0 +1,30 @@
+export {
+  type EmbeddingStep,
+  type EmptyChoicesStep,
+  type ErrorStep,
+  type ErrorStepOptions,
+  type HangStep,
+  type MalformedStep,
+  type ReplyOptions,
+  type ScriptedToolCall,
+  type ScriptStep,
+  type StepTiming,
+  type StepUsage,
+  script,
+  type TextStep,
+  type ToolCallsStep,
+} from "./script.js";
+export { deterministicEmbedding, encodeFloat32Base64 } from "./scripted-embeddings.js";
+export {
+  type ScriptedLlm,
+  type ScriptedLlmOptions,
+  type ScriptFallback,
+  startScriptedLlm,
+} from "./scripted-llm.js";
+export type {
+  RecordedChatMessage,
+  RecordedChatRequest,
+  RecordedRequest,
+  RecordedToolCall,
+} from "./scripted-llm-records.js";
+export type { ChatRejection } from "./scripted-llm-validation.js";
