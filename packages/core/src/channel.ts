@@ -6,6 +6,16 @@ export interface Sender {
   readonly name?: string;
 }
 
+/** Where a message was said: a direct chat, a group/channel, or a thread inside one. */
+export interface Conversation {
+  readonly kind: "dm" | "group" | "thread" | "api" | "web";
+  /** The platform's chat/channel id (for a thread: the thread's own id when the platform has one). */
+  readonly id: string;
+  /** Parent group/channel of a thread. */
+  readonly parentId?: string;
+  readonly name?: string;
+}
+
 /**
  * One message arriving from any channel, normalized. Platform specifics stay on `raw`
  * and never leak into the rest of Almanac.
@@ -17,12 +27,24 @@ export interface InboundMessage {
   readonly channel: string;
   /** The platform's id of this message or event (used for dedup). */
   readonly id: string;
+  /** The bot account that received it (one platform may run several bots). */
+  readonly account: string;
+  readonly conversation: Conversation;
   readonly sender: Sender;
+  /** True when the bot was @-mentioned (group mention gating); always true in DMs. */
+  readonly mentioned: boolean;
   /** Plain text with bot mentions stripped and rich text flattened. */
   readonly text: string;
   readonly images?: readonly ImageBlock[];
   /** Id of the message this one replies to, when the platform says. */
   readonly replyTo?: string;
+  /** Attachments other than images (files, audio…), by reference only. */
+  readonly attachments?: readonly {
+    readonly kind: string;
+    readonly name?: string;
+    readonly url?: string;
+    readonly id?: string;
+  }[];
   /** Milliseconds since the Unix epoch. */
   readonly receivedAt: number;
   readonly raw?: unknown;
@@ -45,12 +67,31 @@ export interface ChannelStatus {
   readonly lastEventAt?: number;
 }
 
-/** A chat platform connection. Extra abilities (typing, streaming) are separate interfaces with type guards. */
+/**
+ * A chat platform connection. The adapter normalizes events and sends replies; dedup, allowlists and
+ * mention gating are applied by the server's gate to every adapter alike.
+ */
 export interface ChannelAdapter {
+  /** Channel name used in session keys, e.g. `discord`. */
   readonly name: string;
-  /** Connects and starts delivering inbound messages to `onMessage`. */
+  /**
+   * Connects and starts delivering inbound messages to `onMessage`. The adapter acknowledges the platform
+   * itself, immediately; `onMessage` must return quickly (the server queues the turn).
+   */
   start(onMessage: (message: InboundMessage) => void): Promise<void>;
+  /** Sends a reply (split to the platform's limit, threaded to `inReplyTo` when given). */
   send(message: OutboundMessage): Promise<void>;
   status(): ChannelStatus;
   stop(): Promise<void>;
+}
+
+/** An adapter that can show the platform's "typing…" indicator (or a reaction) while a turn runs. */
+export interface TypingIndicatorAdapter extends ChannelAdapter {
+  /** Starts the indicator for the conversation of `message`; returns a function that stops it. */
+  startTyping(message: InboundMessage): Promise<() => Promise<void>>;
+}
+
+/** Type guard for {@link TypingIndicatorAdapter}. */
+export function hasTypingIndicator(adapter: ChannelAdapter): adapter is TypingIndicatorAdapter {
+  return typeof (adapter as Partial<TypingIndicatorAdapter>).startTyping === "function";
 }

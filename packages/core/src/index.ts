@@ -1,4 +1,13 @@
-export type { ChannelAdapter, ChannelStatus, InboundMessage, OutboundMessage, Sender } from "./channel.js";
+export {
+  type ChannelAdapter,
+  type ChannelStatus,
+  type Conversation,
+  hasTypingIndicator,
+  type InboundMessage,
+  type OutboundMessage,
+  type Sender,
+  type TypingIndicatorAdapter,
+} from "./channel.js";
 export type {
   ChatModel,
   ChatRequest,
@@ -27,5 +36,6 @@ export { type Logger, silentLogger } from "./logger.js";
 export * from "./message.js";
 export { contentBlockSchema, messageSchema } from "./message-schema.js";
 export * from "./openai-wire.js";
+export { splitMessage } from "./split-message.js";
 export * from "./token-counter.js";
 export { MISSING_TOOL_RESULT_TEXT, repairToolPairs } from "./tool-pairs.js";

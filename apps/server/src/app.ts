@@ -1,0 +1,80 @@
+import swagger from "@fastify/swagger";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import type { Logger as PinoLogger } from "pino";
+import type { AlmanacConfig } from "./config/config-schema.js";
+import { installBearerAuth } from "./http/auth.js";
+import { errorBody, installErrorHandler } from "./http/http-errors.js";
+import type { ServerMetrics } from "./metrics.js";
+import { registerAdminRoutes, type ServerInfo } from "./routes/admin-routes.js";
+import { registerOpenAIRoutes } from "./routes/openai-routes.js";
+import type { SessionManager } from "./runtime/session-manager.js";
+
+/** Everything the HTTP layer needs; built by `startServer`, or by tests directly. */
+export interface AppDependencies {
+  readonly config: AlmanacConfig;
+  readonly logger: PinoLogger;
+  readonly adminToken: string;
+  readonly sessions: SessionManager;
+  readonly metrics: ServerMetrics;
+  readonly info: () => ServerInfo;
+  /** True once shutdown began: new requests get 503. */
+  readonly isShuttingDown: () => boolean;
+}
+
+/** Builds the fastify app (not listening), so tests can `inject()` or listen on a random port. */
+export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
+  const app: FastifyInstance = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: deps.config.server.bodyLimitBytes,
+    disableRequestLogging: false,
+    return503OnClosing: true,
+  });
+  installErrorHandler(app);
+  await app.register(swagger, {
+    openapi: {
+      info: {
+        title: "Almanac",
+        version: deps.info().version,
+        description: "Admin REST and OpenAI-compatible API",
+      },
+      components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  app.addHook("onRequest", async (_request, reply) => {
+    if (deps.isShuttingDown()) {
+      return reply
+        .status(503)
+        .send(errorBody("server.shutting_down", "The server is shutting down.", "server_error"));
+    }
+  });
+  installBearerAuth(app, { token: deps.adminToken, prefixes: ["/api", "/v1", "/metrics"] });
+
+  app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
+  app.get("/readyz", { schema: { hide: true } }, async (_request, reply) => {
+    const info = deps.info();
+    const ready = info.model.configured;
+    return reply.status(ready ? 200 : 503).send({
+      ready,
+      checks: {
+        storage: { ok: true },
+        model: info.model.configured
+          ? { ok: true, name: info.model.name }
+          : {
+              ok: false,
+              missing: info.model.missing,
+              hint: `Set ${info.model.missing.join(" and ")} to chat.`,
+            },
+      },
+    });
+  });
+  app.get("/metrics", { schema: { hide: true } }, async (_request, reply) => {
+    reply.header("content-type", deps.metrics.registry.contentType);
+    return deps.metrics.registry.metrics();
+  });
+  app.get("/api/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+
+  registerOpenAIRoutes(app, deps.sessions);
+  registerAdminRoutes(app, deps.sessions, deps.info);
+  return app;
+}

@@ -1,0 +1,176 @@
+import { randomUUID } from "node:crypto";
+import { type ImageBlock, type InboundMessage, openAIChatMessageSchema, UserError } from "@almanac/core";
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import type { SessionManager } from "../runtime/session-manager.js";
+import { formatSessionKey } from "../sessions/session-key.js";
+
+const chatBodySchema = z.object({
+  model: z.string().optional(),
+  messages: z.array(z.unknown()).min(1, "messages must hold at least one message"),
+  stream: z.boolean().optional(),
+  user: z.string().max(256).optional(),
+});
+
+/** The model id Almanac presents to OpenAI clients: the assistant, not the upstream model. */
+export const ALMANAC_MODEL_ID = "almanac";
+
+function conversationIdFor(header: string | string[] | undefined, user: string | undefined): string {
+  const id = (Array.isArray(header) ? header[0] : header) ?? user ?? "default";
+  if (id.trim() === "") throw new UserError("request.invalid", "X-Almanac-Session must not be empty.");
+  return id;
+}
+
+/** Takes the newest user message as the turn's input; earlier messages are the session's business. */
+function newestUserInput(messages: readonly unknown[]): { text: string; images: ImageBlock[] } {
+  for (let index = messages.length - 1; index >= 0; index -= 1) {
+    const parsed = openAIChatMessageSchema.safeParse(messages[index]);
+    if (!parsed.success) {
+      throw new UserError(
+        "request.invalid",
+        `messages[${index}] is not a valid chat message: ${z.prettifyError(parsed.error)}`,
+      );
+    }
+    if (parsed.data.role !== "user") continue;
+    const { content } = parsed.data;
+    if (typeof content === "string") return { text: content, images: [] };
+    const text = content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("\n");
+    const images = content.flatMap((part): ImageBlock[] =>
+      part.type === "image_url"
+        ? [
+            part.image_url.detail
+              ? { type: "image", url: part.image_url.url, detail: part.image_url.detail }
+              : { type: "image", url: part.image_url.url },
+          ]
+        : [],
+    );
+    return { text, images };
+  }
+  throw new UserError("request.invalid", 'messages must contain at least one message with role "user".');
+}
+
+/** `POST /v1/chat/completions` and `GET /v1/models`: any OpenAI client can talk to the assistant. */
+export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionManager): void {
+  app.get("/v1/models", { schema: { tags: ["openai"], summary: "Models (the assistant)" } }, async () => ({
+    object: "list",
+    data: [{ id: ALMANAC_MODEL_ID, object: "model", created: 0, owned_by: "almanac" }],
+  }));
+
+  app.post(
+    "/v1/chat/completions",
+    { schema: { tags: ["openai"], summary: "Chat with the assistant (the session keeps the history)" } },
+    async (request, reply) => {
+      const parsed = chatBodySchema.safeParse(request.body);
+      if (!parsed.success)
+        throw new UserError("request.invalid", `Invalid request: ${z.prettifyError(parsed.error)}`);
+      const body = parsed.data;
+      const input = newestUserInput(body.messages);
+      const conversationId = conversationIdFor(request.headers["x-almanac-session"], body.user);
+      const sessionKey = formatSessionKey({
+        channel: "api",
+        account: "default",
+        kind: "api",
+        id: conversationId,
+      });
+      const inbound: InboundMessage = {
+        sessionKey,
+        channel: "api",
+        id: randomUUID(),
+        account: "default",
+        conversation: { kind: "api", id: conversationId },
+        mentioned: true,
+        sender: { id: body.user ?? "api" },
+        text: input.text,
+        ...(input.images.length > 0 ? { images: input.images } : {}),
+        receivedAt: Date.now(),
+      };
+      const id = `chatcmpl-${randomUUID().replaceAll("-", "")}`;
+      const created = Math.floor(Date.now() / 1000);
+      const model = body.model ?? ALMANAC_MODEL_ID;
+      const abort = new AbortController();
+      request.raw.on("close", () => {
+        if (!reply.raw.writableEnded) abort.abort();
+      });
+
+      if (!body.stream) {
+        const result = await sessions.handle({ inbound, signal: abort.signal });
+        reply.header("x-almanac-session", sessionKey);
+        return {
+          id,
+          object: "chat.completion",
+          created,
+          model,
+          choices: [
+            {
+              index: 0,
+              message: { role: "assistant", content: result.text },
+              finish_reason: "stop",
+              logprobs: null,
+            },
+          ],
+          usage: {
+            prompt_tokens: result.usage.promptTokens,
+            completion_tokens: result.usage.completionTokens,
+            total_tokens: result.usage.promptTokens + result.usage.completionTokens,
+          },
+        };
+      }
+
+      // Streaming: headers go out only with the first delta, so errors before it still get a proper status.
+      let started = false;
+      const write = (chunk: unknown) => {
+        if (!started) {
+          reply.hijack();
+          reply.raw.writeHead(200, {
+            "content-type": "text/event-stream; charset=utf-8",
+            "cache-control": "no-cache",
+            connection: "keep-alive",
+            "x-almanac-session": sessionKey,
+          });
+          started = true;
+        }
+        reply.raw.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      };
+      const chunk = (delta: Record<string, unknown>, finishReason: string | null) => ({
+        id,
+        object: "chat.completion.chunk",
+        created,
+        model,
+        choices: [{ index: 0, delta, finish_reason: finishReason, logprobs: null }],
+      });
+      let sentText = false;
+      try {
+        const result = await sessions.handle({
+          inbound,
+          stream: true,
+          signal: abort.signal,
+          onTextDelta: (text) => {
+            if (!sentText) write(chunk({ role: "assistant", content: "" }, null));
+            sentText = true;
+            write(chunk({ content: text }, null));
+          },
+        });
+        // Commands and non-streamed answers arrive whole: send them as one delta.
+        if (!sentText) {
+          write(chunk({ role: "assistant", content: "" }, null));
+          write(chunk({ content: result.text }, null));
+        }
+        write(chunk({}, "stop"));
+        reply.raw.write("data: [DONE]\n\n");
+        reply.raw.end();
+      } catch (error) {
+        if (!started) throw error;
+        const message =
+          error instanceof UserError
+            ? error.message
+            : "The assistant failed while answering; see the server log.";
+        request.log.error({ err: error }, "streamed turn failed");
+        reply.raw.write(
+          `data: ${JSON.stringify({ error: { message, type: "server_error", code: "turn.failed" } })}\n\n`,
+        );
+        reply.raw.end();
+      }
+      return reply;
+    },
+  );
+}

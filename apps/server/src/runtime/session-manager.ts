@@ -1,0 +1,463 @@
+import { type Agent, buildPrompt, WorkingMemory } from "@almanac/agent";
+import {
+  createMessage,
+  type InboundMessage,
+  type Logger,
+  type Message,
+  repairToolPairs,
+  silentLogger,
+  type TokenCounter,
+  type Usage,
+  UserError,
+} from "@almanac/core";
+import type { LaneScheduler } from "../sessions/lane-scheduler.js";
+import { parseSessionKey } from "../sessions/session-key.js";
+import type { SessionStats } from "../sessions/session-snapshot.js";
+import type { SessionStore, SessionSummary } from "../sessions/session-store.js";
+import { type ChatCommand, HELP_TEXT, parseCommand } from "./commands.js";
+
+/** Builds the agent for one turn; absent when no model is configured. */
+export interface AgentRuntime {
+  readonly modelName: string;
+  readonly systemPrompt: string;
+  createAgent(): Agent;
+}
+
+/** Counts turns for metrics; every callback is optional. */
+export interface TurnObserver {
+  turnEnded?(channel: string, outcome: "ok" | "error" | "command", seconds: number): void;
+}
+
+/** Options of {@link createSessionManager}. */
+export interface SessionManagerOptions {
+  readonly store: SessionStore;
+  readonly scheduler: LaneScheduler;
+  readonly runtime: AgentRuntime | undefined;
+  /** Env variables to set when no model is configured (for the 503 message). */
+  readonly missingModelSettings: readonly string[];
+  readonly tokenCounter: TokenCounter;
+  readonly limits: {
+    readonly maxMessageChars: number;
+    readonly turnTimeoutMs: number;
+    readonly idleUnloadMs: number;
+    readonly contextWindow: number;
+  };
+  readonly logger?: Logger;
+  readonly clock?: () => number;
+  readonly observer?: TurnObserver;
+}
+
+/** One turn to run: the inbound message and how the caller wants the answer. */
+export interface TurnRequest {
+  readonly inbound: InboundMessage;
+  readonly stream?: boolean;
+  readonly onTextDelta?: (text: string) => void;
+  /** Aborts the turn (e.g. the HTTP client went away). */
+  readonly signal?: AbortSignal;
+}
+
+/** What a turn produced. */
+export interface TurnResult {
+  readonly sessionKey: string;
+  readonly kind: "reply" | "command";
+  readonly text: string;
+  readonly usage: { readonly promptTokens: number; readonly completionTokens: number };
+}
+
+/** A session's full state for the admin API. */
+export interface SessionDetail {
+  readonly key: string;
+  readonly loaded: boolean;
+  readonly stats: SessionStats;
+  readonly summary: WorkingMemory["summary"];
+  readonly messages: readonly Message[];
+  readonly contextTokens: number;
+  readonly contextWindow: number;
+  readonly queued: number;
+}
+
+interface LoadedSession {
+  readonly key: string;
+  readonly createdAt: number;
+  memory: WorkingMemory;
+  stats: SessionStats;
+  lastUsed: number;
+}
+
+function sumUsage(usage: readonly Usage[]): TurnResult["usage"] {
+  let promptTokens = 0;
+  let completionTokens = 0;
+  for (const entry of usage) {
+    promptTokens += entry.promptTokens;
+    completionTokens += entry.completionTokens;
+  }
+  return { promptTokens, completionTokens };
+}
+
+/**
+ * Owns every conversation: loads sessions on demand, runs one turn at a time per session through the lane
+ * scheduler, persists after every turn (transcript first, then the snapshot), and unloads idle sessions.
+ *
+ * Crash safety: before the model is called the user's message is in the snapshot (with `openTurn` set) and in
+ * the transcript. A snapshot still marked open on load means the process died mid-turn; the session is then
+ * reconciled with its transcript (messages the transcript has that the snapshot lacks are restored, and vice
+ * versa) and tool calls left without results get explicit error results.
+ */
+export class SessionManager {
+  readonly #options: SessionManagerOptions;
+  readonly #logger: Logger;
+  readonly #clock: () => number;
+  readonly #sessions = new Map<string, LoadedSession>();
+  readonly #loading = new Map<string, Promise<LoadedSession>>();
+  #sweeper: NodeJS.Timeout | undefined;
+
+  constructor(options: SessionManagerOptions) {
+    this.#options = options;
+    this.#logger = options.logger ?? silentLogger;
+    this.#clock = options.clock ?? Date.now;
+    const every = Math.max(1_000, Math.min(60_000, Math.floor(options.limits.idleUnloadMs / 2)));
+    this.#sweeper = setInterval(() => this.unloadIdle(), every);
+    this.#sweeper.unref();
+  }
+
+  /** Sessions held in memory right now. */
+  loadedCount(): number {
+    return this.#sessions.size;
+  }
+
+  /** Handles one inbound message: a command, or a turn of the agent. */
+  async handle(request: TurnRequest): Promise<TurnResult> {
+    const { inbound } = request;
+    parseSessionKey(inbound.sessionKey);
+    if (inbound.text.length > this.#options.limits.maxMessageChars) {
+      throw new UserError(
+        "message.too_long",
+        `The message has ${inbound.text.length} characters; the limit is ${this.#options.limits.maxMessageChars} (ALMANAC_MAX_MESSAGE_CHARS).`,
+      );
+    }
+    const command = parseCommand(inbound.text);
+    if (command === undefined && this.#options.runtime === undefined) {
+      throw new UserError(
+        "model.not_configured",
+        `No model is configured yet. Set ${this.#options.missingModelSettings.join(" and ")} (see README, "Pointing Almanac at a model") and restart.`,
+      );
+    }
+    const started = this.#clock();
+    let outcome: "ok" | "error" | "command" = command ? "command" : "ok";
+    try {
+      return await this.#options.scheduler.run(inbound.sessionKey, async (laneSignal) => {
+        const session = await this.#acquire(inbound.sessionKey, inbound.channel);
+        try {
+          if (command !== undefined) return await this.#runCommand(session, command);
+          return await this.#runTurn(session, request, laneSignal);
+        } finally {
+          session.lastUsed = this.#clock();
+        }
+      });
+    } catch (error) {
+      outcome = "error";
+      throw error;
+    } finally {
+      this.#options.observer?.turnEnded?.(inbound.channel, outcome, (this.#clock() - started) / 1000);
+    }
+  }
+
+  async #runTurn(session: LoadedSession, request: TurnRequest, laneSignal: AbortSignal): Promise<TurnResult> {
+    const runtime = this.#options.runtime as AgentRuntime;
+    const { inbound } = request;
+    const input = createMessage({
+      role: "user",
+      timestamp: inbound.receivedAt,
+      content: [
+        ...(inbound.text === "" ? [] : [{ type: "text" as const, text: inbound.text }]),
+        ...(inbound.images ?? []),
+      ],
+    });
+    const before = new Set(session.memory.messages.map((message) => message.id));
+    session.memory.append(input);
+    // Open the turn durably before any model time is spent: the user's words survive a crash from here on.
+    await this.#options.store.appendTranscript(session.key, [input]);
+    await this.#save(session, { openTurn: { inputId: input.id, startedAt: this.#clock() } });
+    before.add(input.id);
+
+    const signals = [laneSignal, AbortSignal.timeout(this.#options.limits.turnTimeoutMs)];
+    if (request.signal) signals.push(request.signal);
+    try {
+      const result = await runtime.createAgent().run({
+        memory: session.memory,
+        signal: AbortSignal.any(signals),
+        ...(request.stream ? { stream: true } : {}),
+        onEvent: (event) => {
+          if (event.type === "text-delta") request.onTextDelta?.(event.text);
+        },
+      });
+      session.stats = { ...session.stats, turns: session.stats.turns + 1 };
+      const text = result.reply.content
+        .filter((block) => block.type === "text")
+        .map((block) => (block.type === "text" ? block.text : ""))
+        .join("\n");
+      return { sessionKey: session.key, kind: "reply", text, usage: sumUsage(result.usage) };
+    } finally {
+      // Whatever happened (answer, model error, abort), what the turn added is kept.
+      session.memory.replaceMessages(repairToolPairs(session.memory.messages));
+      const added = session.memory.messages.filter((message) => !before.has(message.id));
+      await this.#options.store.appendTranscript(session.key, added);
+      await this.#save(session, {});
+    }
+  }
+
+  async #runCommand(session: LoadedSession, command: ChatCommand): Promise<TurnResult> {
+    const reply = (text: string): TurnResult => ({
+      sessionKey: session.key,
+      kind: "command",
+      text,
+      usage: { promptTokens: 0, completionTokens: 0 },
+    });
+    switch (command.name) {
+      case "help":
+        return reply(HELP_TEXT);
+      case "new": {
+        const archived = await this.#options.store.archive(session.key);
+        this.#sessions.delete(session.key);
+        this.#logger.info({ sessionKey: session.key, archived }, "session reset by /new");
+        return reply("Started a new conversation. The previous one is archived with its full transcript.");
+      }
+      case "status":
+        return reply(this.#statusText(session));
+      case "history":
+        return reply(this.#historyText(session));
+      case "compact":
+        return reply(
+          `Nothing was compacted: context compaction is not part of this build yet. Context: ${this.#contextTokens(session)} of ${this.#options.limits.contextWindow} tokens.`,
+        );
+    }
+  }
+
+  #systemPrompt(): string {
+    return this.#options.runtime?.systemPrompt ?? "";
+  }
+
+  #contextTokens(session: LoadedSession): number {
+    const prompt = buildPrompt({ systemPrompt: this.#systemPrompt(), memory: session.memory });
+    return this.#options.tokenCounter.countMessages(prompt);
+  }
+
+  #statusText(session: LoadedSession): string {
+    const tokens = this.#contextTokens(session);
+    const window = this.#options.limits.contextWindow;
+    const queued = this.#options.scheduler.stats().byKey(session.key).queued;
+    return [
+      `Model: ${this.#options.runtime?.modelName ?? `not configured (set ${this.#options.missingModelSettings.join(", ")})`}`,
+      `Context: ${tokens} / ${window} tokens (${((tokens / window) * 100).toFixed(1)}%, counted with ${this.#options.tokenCounter.method})`,
+      `Messages: ${session.memory.messages.length} (${session.memory.activeMessages().length} in the prompt)`,
+      `Turns: ${session.stats.turns}; compactions: ${session.stats.compactions}`,
+      `Waiting messages in this conversation: ${queued}`,
+    ].join("\n");
+  }
+
+  #historyText(session: LoadedSession): string {
+    const counter = this.#options.tokenCounter;
+    const byRole = new Map<string, { count: number; tokens: number }>();
+    let compacted = 0;
+    const active = new Set(session.memory.activeMessages().map((message) => message.id));
+    for (const message of session.memory.messages) {
+      if (!active.has(message.id)) {
+        compacted += counter.countMessage(message);
+        continue;
+      }
+      const entry = byRole.get(message.role) ?? { count: 0, tokens: 0 };
+      byRole.set(message.role, {
+        count: entry.count + 1,
+        tokens: entry.tokens + counter.countMessage(message),
+      });
+    }
+    const lines = [
+      `System prompt: ${counter.countText(this.#systemPrompt())} tokens`,
+      `Rolling summary: ${session.memory.summary ? counter.countText(session.memory.summary.text) : 0} tokens`,
+    ];
+    for (const role of ["user", "assistant", "tool"]) {
+      const entry = byRole.get(role) ?? { count: 0, tokens: 0 };
+      lines.push(`${role} messages: ${entry.count}, ${entry.tokens} tokens`);
+    }
+    lines.push(`Compacted (kept in the transcript, out of the prompt): ${compacted} tokens`);
+    lines.push(
+      `Total in the prompt: ${this.#contextTokens(session)} of ${this.#options.limits.contextWindow} tokens`,
+    );
+    return lines.join("\n");
+  }
+
+  async #save(session: LoadedSession, extra: Partial<Pick<SessionStats, "openTurn">>): Promise<void> {
+    const now = this.#clock();
+    session.stats = {
+      turns: session.stats.turns,
+      compactions: session.stats.compactions,
+      lastActivity: now,
+      ...(session.stats.channel === undefined ? {} : { channel: session.stats.channel }),
+      messageCount: session.memory.messages.length,
+      contextTokens: this.#contextTokens(session),
+      ...extra,
+    };
+    await this.#options.store.save({
+      version: 1,
+      key: session.key,
+      createdAt: session.createdAt,
+      updatedAt: now,
+      memory: session.memory.toJSON(),
+      stats: session.stats,
+    });
+  }
+
+  async #acquire(key: string, channel: string | undefined): Promise<LoadedSession> {
+    const loaded = this.#sessions.get(key);
+    if (loaded) return loaded;
+    let pending = this.#loading.get(key);
+    if (!pending) {
+      pending = this.#load(key, channel).finally(() => this.#loading.delete(key));
+      this.#loading.set(key, pending);
+    }
+    const session = await pending;
+    this.#sessions.set(key, session);
+    return session;
+  }
+
+  async #transcript(key: string): Promise<Message[]> {
+    const messages: Message[] = [];
+    for await (const message of this.#options.store.readTranscript(key)) messages.push(message);
+    return messages;
+  }
+
+  async #load(key: string, channel: string | undefined): Promise<LoadedSession> {
+    const now = this.#clock();
+    const result = await this.#options.store.load(key);
+    if (result.status === "missing") {
+      return {
+        key,
+        createdAt: now,
+        memory: new WorkingMemory(),
+        stats: { turns: 0, compactions: 0, lastActivity: now, ...(channel === undefined ? {} : { channel }) },
+        lastUsed: now,
+      };
+    }
+    if (result.status === "corrupt") {
+      this.#logger.warn(
+        { sessionKey: key, reason: result.reason, movedTo: result.movedTo },
+        "rebuilding session from its transcript",
+      );
+      const messages = repairToolPairs(await this.#transcript(key));
+      const session: LoadedSession = {
+        key,
+        createdAt: now,
+        memory: new WorkingMemory({ messages }),
+        stats: { turns: 0, compactions: 0, lastActivity: now, ...(channel === undefined ? {} : { channel }) },
+        lastUsed: now,
+      };
+      await this.#save(session, {});
+      return session;
+    }
+    const { snapshot } = result;
+    const session: LoadedSession = {
+      key,
+      createdAt: snapshot.createdAt,
+      memory: WorkingMemory.fromJSON(snapshot.memory),
+      stats: snapshot.stats,
+      lastUsed: now,
+    };
+    if (snapshot.stats.openTurn !== undefined)
+      await this.#reconcile(session, snapshot.stats.openTurn.inputId);
+    return session;
+  }
+
+  /** The previous process died during a turn: make snapshot and transcript agree again. */
+  async #reconcile(session: LoadedSession, inputId: string): Promise<void> {
+    const transcript = await this.#transcript(session.key);
+    const inMemory = new Set(session.memory.messages.map((message) => message.id));
+    const inTranscript = new Set(transcript.map((message) => message.id));
+    const start = transcript.findIndex((message) => message.id === inputId);
+    const restored =
+      start === -1 ? [] : transcript.slice(start + 1).filter((message) => !inMemory.has(message.id));
+    const missingFromTranscript = session.memory.messages.filter((message) => !inTranscript.has(message.id));
+    if (restored.length > 0) session.memory.append(...restored);
+    const repaired = repairToolPairs(session.memory.messages);
+    session.memory.replaceMessages(repaired);
+    const repairs = repaired.filter((message) => !inMemory.has(message.id) && !inTranscript.has(message.id));
+    const toAppend = [...missingFromTranscript, ...repairs];
+    if (toAppend.length > 0) await this.#options.store.appendTranscript(session.key, toAppend);
+    this.#logger.warn(
+      { sessionKey: session.key, restored: restored.length, appended: toAppend.length },
+      "recovered a turn interrupted by a crash",
+    );
+    await this.#save(session, {});
+  }
+
+  /** Drops sessions idle for longer than the limit (they stay on disk). */
+  unloadIdle(): number {
+    const cutoff = this.#clock() - this.#options.limits.idleUnloadMs;
+    let unloaded = 0;
+    for (const [key, session] of this.#sessions) {
+      const lane = this.#options.scheduler.stats().byKey(key);
+      if (session.lastUsed < cutoff && !lane.running && lane.queued === 0) {
+        this.#sessions.delete(key);
+        unloaded += 1;
+      }
+    }
+    if (unloaded > 0) this.#logger.debug({ unloaded }, "unloaded idle sessions");
+    return unloaded;
+  }
+
+  /** Stored sessions, most recent first. */
+  async list(): Promise<SessionSummary[]> {
+    return this.#options.store.list();
+  }
+
+  /** One session's full state, or undefined when it does not exist. */
+  async get(key: string): Promise<SessionDetail | undefined> {
+    parseSessionKey(key);
+    let session = this.#sessions.get(key);
+    const loaded = session !== undefined;
+    if (!session) {
+      const result = await this.#options.store.load(key);
+      if (result.status !== "ok") return undefined;
+      session = {
+        key,
+        createdAt: result.snapshot.createdAt,
+        memory: WorkingMemory.fromJSON(result.snapshot.memory),
+        stats: result.snapshot.stats,
+        lastUsed: this.#clock(),
+      };
+    }
+    return {
+      key,
+      loaded,
+      stats: session.stats,
+      summary: session.memory.summary,
+      messages: session.memory.messages,
+      contextTokens: this.#contextTokens(session),
+      contextWindow: this.#options.limits.contextWindow,
+      queued: this.#options.scheduler.stats().byKey(key).queued,
+    };
+  }
+
+  /** Archives a session's files (a reset); runs in its lane so no turn is cut in half. */
+  async reset(key: string): Promise<boolean> {
+    parseSessionKey(key);
+    return this.#options.scheduler.run(key, async () => {
+      this.#sessions.delete(key);
+      return (await this.#options.store.archive(key)).length > 0;
+    });
+  }
+
+  /** Deletes a session's files for good; runs in its lane. */
+  async delete(key: string): Promise<boolean> {
+    parseSessionKey(key);
+    return this.#options.scheduler.run(key, async () => {
+      this.#sessions.delete(key);
+      return this.#options.store.delete(key);
+    });
+  }
+
+  /** Stops the idle sweeper (the scheduler is closed by the server). */
+  close(): void {
+    if (this.#sweeper) clearInterval(this.#sweeper);
+    this.#sweeper = undefined;
+  }
+}

@@ -1,0 +1,182 @@
+import { mkdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { createAgent, createHookRegistry, createToolkit, createWorkspaceFileTools } from "@almanac/agent";
+import { createTokenCounter } from "@almanac/core";
+import { createOpenAIChatModel } from "@almanac/llm";
+import type { FastifyInstance } from "fastify";
+import type pino from "pino";
+import { buildApp } from "./app.js";
+import type { AlmanacConfig } from "./config/config-schema.js";
+import { loadConfig, missingModelSettings, redactConfig } from "./config/load-config.js";
+import { ensureAdminToken } from "./http/admin-token.js";
+import { createLogger } from "./logger.js";
+import { createMetrics } from "./metrics.js";
+import type { ServerInfo } from "./routes/admin-routes.js";
+import { type AgentRuntime, SessionManager } from "./runtime/session-manager.js";
+import { DEFAULT_SYSTEM_PROMPT } from "./runtime/system-prompt.js";
+import { createLaneScheduler } from "./sessions/lane-scheduler.js";
+import { createSessionStore } from "./sessions/session-store.js";
+
+/** Options of {@link startServer}. Only this app reads the process environment, and only through here. */
+export interface StartServerOptions {
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly cwd: string;
+  /** Where log lines go (default stdout). */
+  readonly logDestination?: pino.DestinationStream;
+  /** Where the one-time "generated admin token" notice goes (default stdout). */
+  readonly announce?: (line: string) => void;
+}
+
+/** A running server. */
+export interface ServerHandle {
+  readonly app: FastifyInstance;
+  readonly url: string;
+  readonly config: AlmanacConfig;
+  readonly adminToken: string;
+  /** Graceful stop: refuse new requests, let running turns finish until the deadline, flush, close. */
+  close(): Promise<void>;
+}
+
+async function packageVersion(): Promise<string> {
+  const text = await readFile(new URL("../package.json", import.meta.url), "utf8");
+  const parsed: unknown = JSON.parse(text);
+  return typeof parsed === "object" && parsed !== null && "version" in parsed
+    ? String(parsed.version)
+    : "0.0.0";
+}
+
+/** Loads the configuration, wires every service and starts listening. */
+export async function startServer(options: StartServerOptions): Promise<ServerHandle> {
+  const { config } = loadConfig({ env: options.env, cwd: options.cwd });
+  const logger = createLogger(config.log.level, options.logDestination);
+  const workspace = join(config.home, "workspace");
+  await Promise.all(
+    ["sessions", "state", "workspace/memory"].map((dir) =>
+      mkdir(join(config.home, dir), { recursive: true }),
+    ),
+  );
+  const token = await ensureAdminToken(config.home, config.server.adminToken);
+  if (token.source === "generated") {
+    (options.announce ?? ((line) => process.stdout.write(`${line}\n`)))(
+      `Almanac generated an admin token (stored in ${token.file}, mode 0600). Use it as "Authorization: Bearer <token>":\n${token.token}`,
+    );
+  }
+
+  const scheduler = createLaneScheduler({
+    maxConcurrent: config.sessions.maxConcurrentTurns,
+    laneCapacity: config.sessions.queueLimit,
+    logger,
+  });
+  let sessions: SessionManager | undefined;
+  const metrics = createMetrics({
+    queueDepth: () => scheduler.stats().queued,
+    runningTurns: () => scheduler.stats().running,
+    loadedSessions: () => sessions?.loadedCount() ?? 0,
+  });
+  const missing = missingModelSettings(config);
+  const systemPrompt = config.agent.systemPrompt ?? DEFAULT_SYSTEM_PROMPT;
+  let runtime: AgentRuntime | undefined;
+  if (missing.length === 0) {
+    const modelName = config.model.name as string;
+    const model = createOpenAIChatModel({
+      baseURL: config.model.baseUrl as string,
+      apiKey: config.model.apiKey ?? "not-needed",
+      model: modelName,
+      headers: config.model.headers,
+      contextWindow: config.model.contextWindow,
+      timeoutMs: config.model.timeoutMs,
+      maxRetries: config.model.maxRetries,
+      logger,
+      onUsage: ({ usage, latencyMs }) => {
+        metrics.modelRequestDuration.observe({ model: modelName }, latencyMs / 1000);
+        metrics.modelTokens.inc({ model: modelName, kind: "prompt" }, usage.promptTokens);
+        metrics.modelTokens.inc({ model: modelName, kind: "completion" }, usage.completionTokens);
+      },
+    });
+    const toolkit = createToolkit(createWorkspaceFileTools({ root: workspace }));
+    runtime = {
+      modelName,
+      systemPrompt,
+      createAgent: () =>
+        createAgent({
+          model,
+          toolkit,
+          hooks: createHookRegistry(),
+          systemPrompt,
+          maxIterations: config.agent.maxIterations,
+          logger,
+        }),
+    };
+  } else {
+    logger.warn(
+      { missing },
+      "no model configured: the server runs, chat requests get 503 until these are set",
+    );
+  }
+
+  const tokenCounter = createTokenCounter();
+  sessions = new SessionManager({
+    store: createSessionStore({ dir: join(config.home, "sessions"), logger }),
+    scheduler,
+    runtime,
+    missingModelSettings: missing,
+    tokenCounter,
+    limits: {
+      maxMessageChars: config.server.maxMessageChars,
+      turnTimeoutMs: config.sessions.turnTimeoutMs,
+      idleUnloadMs: config.sessions.idleUnloadMs,
+      contextWindow: config.model.contextWindow,
+    },
+    logger,
+    observer: {
+      turnEnded: (channel, outcome, seconds) => {
+        metrics.turns.inc({ channel, outcome });
+        if (outcome !== "command") metrics.turnDuration.observe({ channel }, seconds);
+      },
+    },
+  });
+
+  const version = await packageVersion();
+  const startedAt = Date.now();
+  const info = (): ServerInfo => ({
+    version,
+    startedAt,
+    model: {
+      configured: runtime !== undefined,
+      ...(config.model.name === undefined ? {} : { name: config.model.name }),
+      missing,
+    },
+    tokenCounter: tokenCounter.method,
+    config: redactConfig(config),
+  });
+  let shuttingDown = false;
+  const app = await buildApp({
+    config,
+    logger,
+    adminToken: token.token,
+    sessions,
+    metrics,
+    info,
+    isShuttingDown: () => shuttingDown,
+  });
+  await app.listen({ host: config.server.host, port: config.server.port });
+  const address = app.server.address();
+  const port = typeof address === "object" && address !== null ? address.port : config.server.port;
+  const url = `http://${config.server.host.includes(":") ? `[${config.server.host}]` : config.server.host}:${port}`;
+  logger.info({ url, home: config.home, model: config.model.name ?? null }, "almanac listening");
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      shuttingDown = true;
+      logger.info({ deadlineMs: config.shutdown.deadlineMs }, "shutting down: finishing running turns");
+      const drained = await scheduler.close({ deadlineMs: config.shutdown.deadlineMs });
+      logger.info(drained, "turns drained");
+      sessions?.close();
+      await app.close();
+      logger.info({}, "stopped");
+    })();
+    return closing;
+  };
+  return { app, url, config, adminToken: token.token, close };
+}

@@ -1,0 +1,36 @@
+export {
+  createLaneScheduler,
+  type LaneScheduler,
+  type LaneSchedulerCloseResult,
+  type LaneSchedulerOptions,
+  type LaneSchedulerStats,
+  type LaneStats,
+  type StartTimer,
+} from "./lane-scheduler.js";
+export {
+  formatSessionKey,
+  HASHED_STEM_PREFIX_LENGTH,
+  isSessionKey,
+  MAX_PLAIN_STEM_LENGTH,
+  parseSessionKey,
+  type SessionKeyParts,
+  type SessionKind,
+  sessionKeyToFileStem,
+} from "./session-key.js";
+export {
+  type OpenTurn,
+  SESSION_SNAPSHOT_VERSION,
+  type SessionSnapshot,
+  type SessionStats,
+  sessionSnapshotSchema,
+  sessionStatsSchema,
+  type TranscriptLine,
+  transcriptLineSchema,
+} from "./session-snapshot.js";
+export {
+  createSessionStore,
+  type LoadResult,
+  type SessionStore,
+  type SessionStoreOptions,
+  type SessionSummary,
+} from "./session-store.js";

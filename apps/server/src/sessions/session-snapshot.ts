@@ -1,0 +1,87 @@
+import { type Message, messageSchema } from "@almanac/core";
+import { z } from "zod";
+
+/** Counters kept with a session snapshot, shown by the admin API. */
+export interface SessionStats {
+  /** Completed turns (one user message answered). */
+  readonly turns: number;
+  /** Compactions committed. */
+  readonly compactions: number;
+  /** Milliseconds since the Unix epoch of the last message in or out. */
+  readonly lastActivity: number;
+  /** Channel the session came from, when known (also in the key; kept for quick listing). */
+  readonly channel?: string;
+  /** Messages in working memory at the last save (for listings without loading the memory). */
+  readonly messageCount?: number;
+  /** Prompt tokens of the working memory at the last save. */
+  readonly contextTokens?: number;
+  /**
+   * Set while a turn is in flight: the user's message is persisted but the reply is not yet.
+   * Found on load, it tells the runtime the previous process died mid-turn and which input to reconcile.
+   */
+  readonly openTurn?: OpenTurn;
+}
+
+/** A turn that was started but not finished when the snapshot was written. */
+export interface OpenTurn {
+  /** Id of the user message that started the turn. */
+  readonly inputId: string;
+  /** Milliseconds since the Unix epoch. */
+  readonly startedAt: number;
+}
+
+/** Snapshot format version written by this code. */
+export const SESSION_SNAPSHOT_VERSION = 1;
+
+/**
+ * What `sessions/<stem>.json` holds: the agent's working memory plus bookkeeping.
+ * `memory` is opaque here; the agent validates it with its own schema when it restores the session.
+ */
+export interface SessionSnapshot {
+  readonly version: typeof SESSION_SNAPSHOT_VERSION;
+  /** Canonical session key (see `formatSessionKey`). */
+  readonly key: string;
+  /** Milliseconds since the Unix epoch. */
+  readonly createdAt: number;
+  /** Milliseconds since the Unix epoch. */
+  readonly updatedAt: number;
+  /** The agent's WorkingMemory as JSON; validated by the caller. */
+  readonly memory: unknown;
+  readonly stats: SessionStats;
+}
+
+const timestampSchema = z.number().finite().nonnegative();
+const countSchema = z.number().int().nonnegative();
+
+/** Schema of {@link SessionStats}, for validating snapshot files. */
+export const sessionStatsSchema: z.ZodType<SessionStats> = z.object({
+  turns: countSchema,
+  compactions: countSchema,
+  lastActivity: timestampSchema,
+  channel: z.string().optional(),
+  messageCount: countSchema.optional(),
+  contextTokens: countSchema.optional(),
+  openTurn: z.object({ inputId: z.string().min(1), startedAt: timestampSchema }).optional(),
+});
+
+/** Schema of a snapshot file's envelope; unknown top-level fields are dropped. */
+export const sessionSnapshotSchema: z.ZodType<SessionSnapshot> = z.object({
+  version: z.literal(SESSION_SNAPSHOT_VERSION),
+  key: z.string().min(1),
+  createdAt: timestampSchema,
+  updatedAt: timestampSchema,
+  memory: z.unknown().refine((value) => value !== undefined, { message: "memory is required" }),
+  stats: sessionStatsSchema,
+});
+
+/** One line of `sessions/<stem>.jsonl`: the message, tagged with its session key. */
+export interface TranscriptLine {
+  readonly key: string;
+  readonly message: Message;
+}
+
+/** Schema of one transcript line. */
+export const transcriptLineSchema: z.ZodType<TranscriptLine> = z.object({
+  key: z.string().min(1),
+  message: messageSchema,
+});

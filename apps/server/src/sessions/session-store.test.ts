@@ -1,0 +1,324 @@
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createMessage, isAlmanacError, type Logger, type Message } from "@almanac/core";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { sessionKeyToFileStem } from "./session-key.js";
+import type { SessionSnapshot } from "./session-snapshot.js";
+import { createSessionStore, type SessionStore } from "./session-store.js";
+
+interface LogEntry {
+  level: string;
+  object: Record<string, unknown>;
+  message: string | undefined;
+}
+
+function createRecordingLogger(entries: LogEntry[]): Logger {
+  const record =
+    (level: string) =>
+    (object: Record<string, unknown>, message?: string): void => {
+      entries.push({ level, object, message });
+    };
+  const logger: Logger = {
+    debug: record("debug"),
+    info: record("info"),
+    warn: record("warn"),
+    error: record("error"),
+    child: () => logger,
+  };
+  return logger;
+}
+
+const KEY = "discord:main:dm:42";
+const STEM = sessionKeyToFileStem(KEY);
+const NOW = Date.UTC(2025, 0, 2, 3, 4, 5, 678);
+
+function snapshotFor(key: string, overrides: Partial<SessionSnapshot> = {}): SessionSnapshot {
+  return {
+    version: 1,
+    key,
+    createdAt: 1_000,
+    updatedAt: 2_000,
+    memory: { summary: "talked about tea", messages: [] },
+    stats: { turns: 3, compactions: 1, lastActivity: 2_000, channel: "discord" },
+    ...overrides,
+  };
+}
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const result: T[] = [];
+  for await (const item of items) result.push(item);
+  return result;
+}
+
+async function rejectionCode(promise: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await promise;
+  } catch (error) {
+    return isAlmanacError(error) ? error.code : String(error);
+  }
+  return undefined;
+}
+
+let dir: string;
+let logs: LogEntry[];
+let store: SessionStore;
+
+beforeEach(async () => {
+  dir = join(await mkdtemp(join(tmpdir(), "almanac-sessions-")), "sessions");
+  logs = [];
+  store = createSessionStore({ dir, logger: createRecordingLogger(logs), clock: { now: () => NOW } });
+});
+
+afterEach(async () => {
+  await rm(join(dir, ".."), { recursive: true, force: true });
+});
+
+describe("snapshots", () => {
+  it("reports a session with no snapshot as missing", async () => {
+    expect(await store.load(KEY)).toEqual({ status: "missing" });
+  });
+
+  it("saves a snapshot as <stem>.json and loads it back", async () => {
+    const snapshot = snapshotFor(KEY);
+    await store.save(snapshot);
+    expect(await store.load(KEY)).toEqual({ status: "ok", snapshot });
+    expect(await readdir(dir)).toEqual([`${STEM}.json`]);
+  });
+
+  it("keeps the optional counters and an open turn marker across save and load", async () => {
+    const stats = {
+      turns: 1,
+      compactions: 0,
+      lastActivity: 5,
+      messageCount: 4,
+      contextTokens: 900,
+      openTurn: { inputId: "m-1", startedAt: 5 },
+    };
+    await store.save(snapshotFor(KEY, { stats }));
+    const result = await store.load(KEY);
+    expect(result.status === "ok" && result.snapshot.stats).toEqual(stats);
+  });
+
+  it("replaces the previous snapshot on save", async () => {
+    await store.save(snapshotFor(KEY, { updatedAt: 2_000 }));
+    await store.save(snapshotFor(KEY, { updatedAt: 3_000, memory: { summary: "newer" } }));
+    const result = await store.load(KEY);
+    expect(result.status === "ok" && result.snapshot.memory).toEqual({ summary: "newer" });
+  });
+
+  it("ignores and removes a half-written temp file left by a crash, keeping the previous snapshot", async () => {
+    const snapshot = snapshotFor(KEY);
+    await store.save(snapshot);
+    const leftover = `.${STEM}.json.0123456789abcdef.tmp`;
+    await writeFile(join(dir, leftover), '{"version":1,"key":"discord:main:dm:42","crea');
+
+    const restarted = createSessionStore({ dir, logger: createRecordingLogger(logs) });
+    expect(await restarted.load(KEY)).toEqual({ status: "ok", snapshot });
+    expect(await readdir(dir)).toEqual([`${STEM}.json`]);
+    expect(
+      logs.some((entry) => entry.level === "warn" && String(entry.message).includes("interrupted")),
+    ).toBe(true);
+    expect((await restarted.list()).map((summary) => summary.key)).toEqual([KEY]);
+  });
+
+  it("leaves the previous snapshot intact and no temp file behind when a save fails", async () => {
+    const snapshot = snapshotFor(KEY);
+    await store.save(snapshot);
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    expect(await rejectionCode(store.save(snapshotFor(KEY, { memory: cyclic })))).toBe(
+      "session.snapshot_invalid",
+    );
+    // A failure at the rename: the target name is taken by a non-empty directory.
+    const otherKey = "discord:main:dm:43";
+    await mkdir(join(dir, `${sessionKeyToFileStem(otherKey)}.json`, "blocker"), { recursive: true });
+    await expect(store.save(snapshotFor(otherKey))).rejects.toThrow();
+    expect(await store.load(KEY)).toEqual({ status: "ok", snapshot });
+    expect((await readdir(dir)).filter((name) => name.endsWith(".tmp"))).toEqual([]);
+  });
+
+  it("applies concurrent saves of one key one at a time, in call order", async () => {
+    const big = "x".repeat(2_000_000);
+    const saves = Array.from({ length: 12 }, (_, index) =>
+      store.save(
+        snapshotFor(KEY, { updatedAt: index, memory: index === 11 ? { last: true } : { big, index } }),
+      ),
+    );
+    await Promise.all(saves);
+    const result = await store.load(KEY);
+    expect(result.status === "ok" && result.snapshot.memory).toEqual({ last: true });
+    expect(await readdir(dir)).toEqual([`${STEM}.json`]);
+  });
+
+  it("refuses to save a snapshot that does not match the envelope", async () => {
+    const broken = { ...snapshotFor(KEY), stats: { turns: -1, compactions: 0, lastActivity: 0 } };
+    expect(await rejectionCode(store.save(broken))).toBe("session.snapshot_invalid");
+    expect(await rejectionCode(store.save(snapshotFor("not a key")))).toBe("session.key_invalid");
+  });
+
+  it.each([
+    ["invalid JSON", "{ not json", /invalid JSON/],
+    ["a wrong version", JSON.stringify({ ...snapshotFor(KEY), version: 2 }), /version/],
+    ["a missing memory", JSON.stringify({ ...snapshotFor(KEY), memory: undefined }), /memory/],
+    ["another session's key", JSON.stringify(snapshotFor("discord:main:dm:7")), /belongs to session/],
+  ])("moves a snapshot with %s aside and reports it as corrupt", async (_label, content, reason) => {
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, `${STEM}.json`), content);
+    const result = await store.load(KEY);
+    const movedTo = join(dir, `${STEM}.json.corrupt-2025-01-02T03-04-05-678Z`);
+    expect(result).toEqual({ status: "corrupt", reason: expect.stringMatching(reason), movedTo });
+    expect(await readFile(movedTo, "utf8")).toBe(content);
+    expect(await store.load(KEY)).toEqual({ status: "missing" });
+    expect(logs.find((entry) => entry.level === "warn")?.object).toMatchObject({ key: KEY, movedTo });
+  });
+
+  it("never overwrites an earlier corrupt copy taken at the same instant", async () => {
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, `${STEM}.json`), "first");
+    const first = await store.load(KEY);
+    await writeFile(join(dir, `${STEM}.json`), "second");
+    const second = await store.load(KEY);
+    expect(first.status === "corrupt" && second.status === "corrupt").toBe(true);
+    if (first.status !== "corrupt" || second.status !== "corrupt") return;
+    expect(second.movedTo).toBe(`${first.movedTo}-1`);
+    expect(await readFile(first.movedTo, "utf8")).toBe("first");
+  });
+});
+
+describe("transcripts", () => {
+  const message = (text: string, timestamp = 1): Message =>
+    createMessage({ role: "user", content: text, timestamp, id: `m-${text}` });
+
+  it("reads nothing for a session without a transcript", async () => {
+    expect(await collect(store.readTranscript(KEY))).toEqual([]);
+  });
+
+  it("appends one tagged JSON line per message and reads them back in order", async () => {
+    const first = [message("a"), message("b\nwith newline\r and \u2028 separators")];
+    await store.appendTranscript(KEY, first);
+    await store.appendTranscript(KEY, [message("c")]);
+    await store.appendTranscript(KEY, []);
+    expect(await collect(store.readTranscript(KEY))).toEqual([...first, message("c")]);
+    const lines = (await readFile(join(dir, `${STEM}.jsonl`), "utf8")).split("\n");
+    expect(lines).toHaveLength(4);
+    expect(JSON.parse(lines[0]!)).toEqual({ key: KEY, message: first[0] });
+  });
+
+  it("keeps the order of concurrent appends and never splits a batch", async () => {
+    const batches = Array.from({ length: 30 }, (_, batch) =>
+      Array.from({ length: 5 }, (_, index) => message(`${batch}-${index}-${"z".repeat(batch * 500)}`)),
+    );
+    await Promise.all(batches.map((batch) => store.appendTranscript(KEY, batch)));
+    expect(await collect(store.readTranscript(KEY))).toEqual(batches.flat());
+  });
+
+  it("skips a torn final line with a warning and keeps every complete message", async () => {
+    await store.appendTranscript(KEY, [message("a"), message("b")]);
+    const path = join(dir, `${STEM}.jsonl`);
+    await writeFile(path, `${await readFile(path, "utf8")}{"key":"${KEY}","message":{"id":"m-c","ro`);
+    expect(await collect(store.readTranscript(KEY))).toEqual([message("a"), message("b")]);
+    expect(logs.find((entry) => entry.level === "warn")).toMatchObject({
+      object: { key: KEY, line: 3 },
+      message: expect.stringMatching(/torn final/),
+    });
+  });
+
+  it("starts the next append on a fresh line after a torn one, so the new messages survive", async () => {
+    await store.appendTranscript(KEY, [message("a")]);
+    const path = join(dir, `${STEM}.jsonl`);
+    await writeFile(path, `${await readFile(path, "utf8")}{"key":"torn`);
+    await store.appendTranscript(KEY, [message("b")]);
+    expect(await collect(store.readTranscript(KEY))).toEqual([message("a"), message("b")]);
+  });
+
+  it("skips lines in the middle that are invalid or belong to another session", async () => {
+    await mkdir(dir, { recursive: true });
+    const good = JSON.stringify({ key: KEY, message: message("ok") });
+    const content = [
+      good,
+      JSON.stringify({ key: KEY, message: { id: "x", role: "robot" } }),
+      JSON.stringify({ key: "web:main:dm:other", message: message("other") }),
+      "",
+      good,
+      "",
+    ].join("\n");
+    await writeFile(join(dir, `${STEM}.jsonl`), content);
+    expect(await collect(store.readTranscript(KEY))).toEqual([message("ok"), message("ok")]);
+    expect(logs.filter((entry) => entry.level === "warn").map((entry) => entry.object.line)).toEqual([2, 3]);
+  });
+
+  it("reads the transcript as it was when reading began", async () => {
+    await store.appendTranscript(KEY, [message("a")]);
+    const reading = store.readTranscript(KEY)[Symbol.asyncIterator]();
+    const first = await reading.next();
+    await store.appendTranscript(KEY, [message("b")]);
+    expect(first.value).toEqual(message("a"));
+    expect((await reading.next()).done).toBe(true);
+  });
+
+  it("refuses to append a message that could not be read back", async () => {
+    const bad = { ...message("a"), timestamp: Number.NaN };
+    expect(await rejectionCode(store.appendTranscript(KEY, [bad]))).toBe("session.message_invalid");
+    expect(await collect(store.readTranscript(KEY))).toEqual([]);
+  });
+});
+
+describe("listing, archiving and deleting", () => {
+  it("lists every readable session, most recent first, and warns about unreadable ones", async () => {
+    await store.save(snapshotFor("web:main:dm:a", { updatedAt: 10 }));
+    await store.save(snapshotFor("web:main:dm:b", { updatedAt: 30 }));
+    await store.save(snapshotFor("web:main:dm:c", { updatedAt: 20 }));
+    await writeFile(join(dir, "garbage.json"), "{");
+    await mkdir(join(dir, "a-directory.json"));
+    await writeFile(
+      join(dir, `${sessionKeyToFileStem("web:main:dm:d")}.json`),
+      JSON.stringify(snapshotFor(KEY)),
+    );
+    await store.appendTranscript("web:main:dm:e", [
+      createMessage({ role: "user", content: "only a transcript" }),
+    ]);
+
+    const listed = await store.list();
+    expect(listed.map((summary) => [summary.key, summary.updatedAt])).toEqual([
+      ["web:main:dm:b", 30],
+      ["web:main:dm:c", 20],
+      ["web:main:dm:a", 10],
+    ]);
+    expect(listed[0]).toEqual({
+      key: "web:main:dm:b",
+      stem: sessionKeyToFileStem("web:main:dm:b"),
+      createdAt: 1_000,
+      updatedAt: 30,
+      stats: snapshotFor(KEY).stats,
+    });
+    expect(logs.filter((entry) => entry.level === "warn")).toHaveLength(3);
+  });
+
+  it("lists nothing in an empty directory", async () => {
+    expect(await store.list()).toEqual([]);
+  });
+
+  it("archives snapshot and transcript together under archive/ and starts the session fresh", async () => {
+    await store.save(snapshotFor(KEY));
+    await store.appendTranscript(KEY, [createMessage({ role: "user", content: "hi" })]);
+    const moved = await store.archive(KEY);
+    const base = join(dir, "archive", `${STEM}-2025-01-02T03-04-05-678Z`);
+    expect(moved).toEqual([`${base}.json`, `${base}.jsonl`]);
+    expect(await store.load(KEY)).toEqual({ status: "missing" });
+    expect(await collect(store.readTranscript(KEY))).toEqual([]);
+    expect(await store.list()).toEqual([]);
+
+    await store.appendTranscript(KEY, [createMessage({ role: "user", content: "again" })]);
+    expect(await store.archive(KEY)).toEqual([`${base}-1.jsonl`]);
+    expect(await store.archive(KEY)).toEqual([]);
+  });
+
+  it("deletes snapshot and transcript and says whether there was anything", async () => {
+    await store.save(snapshotFor(KEY));
+    await store.appendTranscript(KEY, [createMessage({ role: "user", content: "hi" })]);
+    expect(await store.delete(KEY)).toBe(true);
+    expect(await readdir(dir)).toEqual([]);
+    expect(await store.delete(KEY)).toBe(false);
+  });
+});

@@ -1,0 +1,372 @@
+import { mkdir, open, readdir, rename, unlink } from "node:fs/promises";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { InternalError, type Logger, type Message, messageSchema, silentLogger } from "@almanac/core";
+import type { z } from "zod";
+import { fsyncDirectory, isErrnoCode, removeStaleTempFiles, writeFileAtomic } from "./atomic-write.js";
+import { fileTimestamp, firstFreePaths, pathExists, readTextIfExists } from "./file-helpers.js";
+import { createKeyedMutex } from "./keyed-mutex.js";
+import { sessionKeyToFileStem } from "./session-key.js";
+import {
+  type SessionSnapshot,
+  type SessionStats,
+  sessionSnapshotSchema,
+  transcriptLineSchema,
+} from "./session-snapshot.js";
+
+/** Options of {@link createSessionStore}. */
+export interface SessionStoreOptions {
+  /** The sessions directory (usually `<ALMANAC_HOME>/sessions`); created on first use. One store per directory. */
+  readonly dir: string;
+  readonly logger?: Logger;
+  /** Time source for the timestamps in `.corrupt-*` and archive file names. */
+  readonly clock?: { now(): number };
+}
+
+/** Outcome of {@link SessionStore.load}. */
+export type LoadResult =
+  | { readonly status: "missing" }
+  | { readonly status: "ok"; readonly snapshot: SessionSnapshot }
+  /** The snapshot was unreadable and has been moved aside; rebuild the session from its transcript. */
+  | { readonly status: "corrupt"; readonly reason: string; readonly movedTo: string };
+
+/** One stored session, as {@link SessionStore.list} reports it. */
+export interface SessionSummary {
+  readonly key: string;
+  /** File-name stem of the session's files (see `sessionKeyToFileStem`). */
+  readonly stem: string;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly stats: SessionStats;
+}
+
+/**
+ * Session state on disk: `<dir>/<stem>.json` holds the latest snapshot (replaced atomically),
+ * `<dir>/<stem>.jsonl` the append-only transcript, one `{"key":…,"message":…}` object per line
+ * (the key tags each line so a stray or concatenated file can still be attributed).
+ * All operations on one key run one at a time, in call order.
+ */
+export interface SessionStore {
+  /** Replaces the key's snapshot atomically: after a crash the old or the new snapshot is there, whole. */
+  save(snapshot: SessionSnapshot): Promise<void>;
+  /** Reads the key's snapshot; a corrupt one is moved to `<stem>.json.corrupt-<time>` and reported. */
+  load(key: string): Promise<LoadResult>;
+  /** Appends messages to the key's transcript and fsyncs before resolving. */
+  appendTranscript(key: string, messages: readonly Message[]): Promise<void>;
+  /**
+   * Streams the key's transcript as it was when reading started; nothing if there is none.
+   * Unreadable lines (such as a final line torn by a crash mid-append) are skipped with a warning.
+   */
+  readTranscript(key: string): AsyncIterable<Message>;
+  /** Every session with a readable snapshot, most recently updated first; unreadable ones are skipped with a warning. */
+  list(): Promise<SessionSummary[]>;
+  /** Moves the key's snapshot and transcript to `<dir>/archive/<stem>-<time>.json[l]` (for a reset); returns the new paths. */
+  archive(key: string): Promise<string[]>;
+  /** Removes the key's snapshot and transcript for good; returns whether anything was there. */
+  delete(key: string): Promise<boolean>;
+}
+
+const LIST_BATCH_SIZE = 32;
+
+/** Creates a {@link SessionStore} over plain files in `options.dir`. */
+export function createSessionStore(options: SessionStoreOptions): SessionStore {
+  const { dir } = options;
+  const logger = options.logger ?? silentLogger;
+  const clock = options.clock ?? Date;
+  const archiveDir = join(dir, "archive");
+  const mutex = createKeyedMutex();
+  let prepared: Promise<void> | undefined;
+
+  // Creates the directory and sweeps temp files left by a crash mid-save (they never hold the only copy of
+  // anything: the rename that would have published them did not happen).
+  function prepare(): Promise<void> {
+    prepared ??= (async () => {
+      await mkdir(dir, { recursive: true });
+      const removed = await removeStaleTempFiles(dir);
+      if (removed.length > 0)
+        logger.warn({ dir, files: removed }, "removed temp files left by an interrupted save");
+    })().catch((error: unknown) => {
+      prepared = undefined;
+      throw error;
+    });
+    return prepared;
+  }
+
+  function withKey<T>(key: string, work: (stem: string) => Promise<T>): Promise<T> {
+    const stem = sessionKeyToFileStem(key);
+    return mutex.run(key, async () => {
+      await prepare();
+      return work(stem);
+    });
+  }
+
+  const snapshotPath = (stem: string): string => join(dir, `${stem}.json`);
+  const transcriptPath = (stem: string): string => join(dir, `${stem}.jsonl`);
+
+  async function moveAside(stem: string, reason: string, key: string): Promise<LoadResult> {
+    const stamp = fileTimestamp(clock.now());
+    const [movedTo = ""] = await firstFreePaths((suffix) => [
+      `${snapshotPath(stem)}.corrupt-${stamp}${suffix}`,
+    ]);
+    await rename(snapshotPath(stem), movedTo);
+    await fsyncDirectory(dir);
+    logger.warn({ key, reason, movedTo }, "session snapshot is corrupt; moved it aside");
+    return { status: "corrupt", reason, movedTo };
+  }
+
+  return {
+    async save(snapshot) {
+      const checked = sessionSnapshotSchema.safeParse(snapshot);
+      if (!checked.success) {
+        throw new InternalError(
+          "session.snapshot_invalid",
+          `Refusing to save an invalid snapshot for session ${snapshot.key}: ${describeIssues(checked.error)}`,
+        );
+      }
+      const text = serialize(checked.data);
+      await withKey(snapshot.key, (stem) => writeFileAtomic(snapshotPath(stem), text));
+    },
+
+    load(key) {
+      return withKey(key, async (stem): Promise<LoadResult> => {
+        const text = await readTextIfExists(snapshotPath(stem));
+        if (text === undefined) return { status: "missing" };
+        const parsed = parseSnapshot(text);
+        if (typeof parsed === "string") return moveAside(stem, parsed, key);
+        if (parsed.key !== key) return moveAside(stem, `it belongs to session ${parsed.key}`, key);
+        return { status: "ok", snapshot: parsed };
+      });
+    },
+
+    async appendTranscript(key, messages) {
+      const lines = messages.map((message) => {
+        const checked = messageSchema.safeParse(message);
+        if (!checked.success) {
+          throw new InternalError(
+            "session.message_invalid",
+            `Refusing to append an invalid message to session ${key}: ${describeIssues(checked.error)}`,
+          );
+        }
+        return JSON.stringify({ key, message });
+      });
+      await withKey(key, async (stem) => {
+        if (lines.length === 0) return;
+        const path = transcriptPath(stem);
+        const handle = await open(path, "a+", 0o600);
+        let created = false;
+        try {
+          const { size } = await handle.stat();
+          created = size === 0;
+          let prefix = "";
+          if (size > 0) {
+            const last = Buffer.alloc(1);
+            await handle.read(last, 0, 1, size - 1);
+            // A crash mid-append left a line without its newline; start ours on a fresh line so only
+            // the torn line is lost, not the first new message as well.
+            if (last[0] !== 0x0a) {
+              prefix = "\n";
+              logger.warn({ key, path }, "transcript ended with a torn line; starting a new line after it");
+            }
+          }
+          await handle.appendFile(`${prefix}${lines.join("\n")}\n`, "utf8");
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        if (created) await fsyncDirectory(dir);
+      });
+    },
+
+    readTranscript(key) {
+      return readTranscriptLines(key);
+    },
+
+    async list() {
+      await prepare();
+      const names = (await readdir(dir)).filter((name) => !name.startsWith(".") && name.endsWith(".json"));
+      const summaries: SessionSummary[] = [];
+      for (let start = 0; start < names.length; start += LIST_BATCH_SIZE) {
+        const batch = names.slice(start, start + LIST_BATCH_SIZE);
+        for (const summary of await Promise.all(batch.map(readSummary))) {
+          if (summary !== undefined) summaries.push(summary);
+        }
+      }
+      return summaries.sort(
+        (a, b) => b.updatedAt - a.updatedAt || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
+      );
+    },
+
+    archive(key) {
+      return withKey(key, async (stem) => {
+        const sources = [snapshotPath(stem), transcriptPath(stem)];
+        const present = (await Promise.all(sources.map(pathExists))).some(Boolean);
+        if (!present) return [];
+        await mkdir(archiveDir, { recursive: true });
+        const base = join(archiveDir, `${stem}-${fileTimestamp(clock.now())}`);
+        const targets = await firstFreePaths((suffix) => [`${base}${suffix}.json`, `${base}${suffix}.jsonl`]);
+        const moved: string[] = [];
+        for (const [index, source] of sources.entries()) {
+          const target = targets[index]!;
+          try {
+            await rename(source, target);
+            moved.push(target);
+          } catch (error) {
+            if (!isErrnoCode(error, "ENOENT")) throw error;
+          }
+        }
+        await fsyncDirectory(archiveDir);
+        await fsyncDirectory(dir);
+        logger.info({ key, files: moved }, "archived session");
+        return moved;
+      });
+    },
+
+    delete(key) {
+      return withKey(key, async (stem) => {
+        let removed = false;
+        for (const path of [snapshotPath(stem), transcriptPath(stem)]) {
+          try {
+            await unlink(path);
+            removed = true;
+          } catch (error) {
+            if (!isErrnoCode(error, "ENOENT")) throw error;
+          }
+        }
+        if (removed) await fsyncDirectory(dir);
+        return removed;
+      });
+    },
+  };
+
+  async function readSummary(name: string): Promise<SessionSummary | undefined> {
+    const stem = name.slice(0, -".json".length);
+    const path = join(dir, name);
+    let text: string | undefined;
+    try {
+      text = await readTextIfExists(path);
+    } catch (error) {
+      logger.warn({ path, reason: String(error) }, "skipping unreadable session snapshot");
+      return undefined;
+    }
+    if (text === undefined) return undefined; // removed since readdir
+    const parsed = parseSnapshot(text);
+    const problem =
+      typeof parsed === "string"
+        ? parsed
+        : safeStem(parsed.key) !== stem
+          ? `its key ${parsed.key} does not belong to this file name`
+          : undefined;
+    if (problem !== undefined || typeof parsed === "string") {
+      logger.warn({ path, reason: problem }, "skipping unreadable session snapshot");
+      return undefined;
+    }
+    const { key, createdAt, updatedAt, stats } = parsed;
+    return { key, stem, createdAt, updatedAt, stats };
+  }
+
+  async function* readTranscriptLines(key: string): AsyncGenerator<Message> {
+    // Open and measure under the key's lock, then read without it: appends that finish later are not
+    // seen (no half-written line), and a slow consumer never holds up the session.
+    const opened = await withKey(key, async (stem) => {
+      const path = transcriptPath(stem);
+      try {
+        const handle = await open(path, "r");
+        return { handle, path, size: (await handle.stat()).size };
+      } catch (error) {
+        if (isErrnoCode(error, "ENOENT")) return undefined;
+        throw error;
+      }
+    });
+    if (opened === undefined) return;
+    const { handle, path, size } = opened;
+    const stream =
+      size > 0 ? handle.createReadStream({ start: 0, end: size - 1, autoClose: false }) : undefined;
+    const lines = stream === undefined ? undefined : createInterface({ input: stream, crlfDelay: Infinity });
+    try {
+      if (lines === undefined) return;
+      let pending: { text: string; number: number } | undefined;
+      let number = 0;
+      for await (const text of lines) {
+        number += 1;
+        if (pending !== undefined) {
+          const message = parseLine(pending.text, pending.number, false);
+          if (message !== undefined) yield message;
+        }
+        pending = { text, number };
+      }
+      if (pending !== undefined) {
+        const message = parseLine(pending.text, pending.number, true);
+        if (message !== undefined) yield message;
+      }
+    } finally {
+      lines?.close();
+      stream?.destroy();
+      await handle.close();
+    }
+
+    function parseLine(text: string, lineNumber: number, isLast: boolean): Message | undefined {
+      if (text.trim() === "") return undefined;
+      const checked = transcriptLineSchema.safeParse(parseJson(text));
+      const reason = !checked.success
+        ? describeIssues(checked.error)
+        : checked.data.key !== key
+          ? `it belongs to session ${checked.data.key}`
+          : undefined;
+      if (checked.success && reason === undefined) return checked.data.message;
+      logger.warn(
+        { key, path, line: lineNumber, reason },
+        isLast
+          ? "skipping torn final transcript line (probably a crash mid-append)"
+          : "skipping unreadable transcript line",
+      );
+      return undefined;
+    }
+  }
+}
+
+/** Returns the snapshot, or a reason why the text is not one. */
+function parseSnapshot(text: string): SessionSnapshot | string {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    return `invalid JSON (${error instanceof Error ? error.message : String(error)})`;
+  }
+  const checked = sessionSnapshotSchema.safeParse(json);
+  return checked.success ? checked.data : `not a session snapshot (${describeIssues(checked.error)})`;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function serialize(snapshot: SessionSnapshot): string {
+  try {
+    return `${JSON.stringify(snapshot)}\n`;
+  } catch (error) {
+    throw new InternalError(
+      "session.snapshot_invalid",
+      `Session ${snapshot.key}'s snapshot cannot be written as JSON`,
+      { cause: error },
+    );
+  }
+}
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(root)"}: ${issue.message}`)
+    .join("; ");
+}
+
+function safeStem(key: string): string | undefined {
+  try {
+    return sessionKeyToFileStem(key);
+  } catch {
+    return undefined;
+  }
+}
