@@ -36,6 +36,16 @@ export { type Logger, silentLogger } from "./logger.js";
 export * from "./message.js";
 export { contentBlockSchema, messageSchema } from "./message-schema.js";
 export * from "./openai-wire.js";
+export {
+  formatSessionKey,
+  HASHED_STEM_PREFIX_LENGTH,
+  isSessionKey,
+  MAX_PLAIN_STEM_LENGTH,
+  parseSessionKey,
+  type SessionKeyParts,
+  type SessionKind,
+  sessionKeyToFileStem,
+} from "./session-key.js";
 export { splitMessage } from "./split-message.js";
 export * from "./token-counter.js";
 export { MISSING_TOOL_RESULT_TEXT, repairToolPairs } from "./tool-pairs.js";

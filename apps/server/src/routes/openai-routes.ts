@@ -1,9 +1,14 @@
 import { randomUUID } from "node:crypto";
-import { type ImageBlock, type InboundMessage, openAIChatMessageSchema, UserError } from "@almanac/core";
+import {
+  formatSessionKey,
+  type ImageBlock,
+  type InboundMessage,
+  openAIChatMessageSchema,
+  UserError,
+} from "@almanac/core";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { SessionManager } from "../runtime/session-manager.js";
-import { formatSessionKey } from "../sessions/session-key.js";
 
 const chatBodySchema = z.object({
   model: z.string().optional(),

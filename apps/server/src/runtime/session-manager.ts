@@ -4,6 +4,7 @@ import {
   type InboundMessage,
   type Logger,
   type Message,
+  parseSessionKey,
   repairToolPairs,
   silentLogger,
   type TokenCounter,
@@ -11,7 +12,6 @@ import {
   UserError,
 } from "@almanac/core";
 import type { LaneScheduler } from "../sessions/lane-scheduler.js";
-import { parseSessionKey } from "../sessions/session-key.js";
 import type { SessionStats } from "../sessions/session-snapshot.js";
 import type { SessionStore, SessionSummary } from "../sessions/session-store.js";
 import { type ChatCommand, HELP_TEXT, parseCommand } from "./commands.js";

@@ -1,10 +1,10 @@
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { formatSessionKey, sessionKeyToFileStem } from "@almanac/core";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isAtomicTempFile, removeStaleTempFiles, writeFileAtomic } from "./atomic-write.js";
-import { formatSessionKey, sessionKeyToFileStem } from "./session-key.js";
 
 let dir: string;
 

@@ -8,16 +8,6 @@ export {
   type StartTimer,
 } from "./lane-scheduler.js";
 export {
-  formatSessionKey,
-  HASHED_STEM_PREFIX_LENGTH,
-  isSessionKey,
-  MAX_PLAIN_STEM_LENGTH,
-  parseSessionKey,
-  type SessionKeyParts,
-  type SessionKind,
-  sessionKeyToFileStem,
-} from "./session-key.js";
-export {
   type OpenTurn,
   SESSION_SNAPSHOT_VERSION,
   type SessionSnapshot,

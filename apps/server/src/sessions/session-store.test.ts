@@ -1,9 +1,14 @@
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createMessage, isAlmanacError, type Logger, type Message } from "@almanac/core";
+import {
+  createMessage,
+  isAlmanacError,
+  type Logger,
+  type Message,
+  sessionKeyToFileStem,
+} from "@almanac/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { sessionKeyToFileStem } from "./session-key.js";
 import type { SessionSnapshot } from "./session-snapshot.js";
 import { createSessionStore, type SessionStore } from "./session-store.js";
 

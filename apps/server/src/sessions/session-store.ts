@@ -1,12 +1,18 @@
 import { mkdir, open, readdir, rename, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { InternalError, type Logger, type Message, messageSchema, silentLogger } from "@almanac/core";
+import {
+  InternalError,
+  type Logger,
+  type Message,
+  messageSchema,
+  sessionKeyToFileStem,
+  silentLogger,
+} from "@almanac/core";
 import type { z } from "zod";
 import { fsyncDirectory, isErrnoCode, removeStaleTempFiles, writeFileAtomic } from "./atomic-write.js";
 import { fileTimestamp, firstFreePaths, pathExists, readTextIfExists } from "./file-helpers.js";
 import { createKeyedMutex } from "./keyed-mutex.js";
-import { sessionKeyToFileStem } from "./session-key.js";
 import {
   type SessionSnapshot,
   type SessionStats,

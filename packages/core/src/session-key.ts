@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { UserError } from "@almanac/core";
+import { UserError } from "./errors.js";
 
 /**
  * What kind of conversation a session is. The known kinds are listed for editors;

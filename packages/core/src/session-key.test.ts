@@ -1,6 +1,6 @@
-import { isAlmanacError } from "@almanac/core";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { isAlmanacError } from "./errors.js";
 import {
   formatSessionKey,
   HASHED_STEM_PREFIX_LENGTH,
