@@ -26,10 +26,18 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   const app: FastifyInstance = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: deps.config.server.bodyLimitBytes,
-    disableRequestLogging: false,
     return503OnClosing: true,
   });
   installErrorHandler(app);
+  // Empty JSON bodies (DELETE/POST without a body but with the header) are accepted as "no body";
+  // everything else goes through fastify's default parser (with prototype-poisoning protection).
+  const defaultJsonParser = app.getDefaultJsonParser("error", "error");
+  app.removeContentTypeParser("application/json");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    const text = typeof body === "string" ? body : body.toString("utf8");
+    if (text.trim() === "") return done(null, undefined);
+    defaultJsonParser(request, text, done);
+  });
   await app.register(swagger, {
     openapi: {
       info: {

@@ -18,6 +18,8 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = {
   "model.not_configured": 503,
   "server.shutting_down": 503,
   "llm.timeout": 504,
+  "turn.timeout": 504,
+  "agent.aborted": 499,
   "llm.context_length": 502,
   "route.not_found": 404,
 };

@@ -93,8 +93,9 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
       const created = Math.floor(Date.now() / 1000);
       const model = body.model ?? ALMANAC_MODEL_ID;
       const abort = new AbortController();
-      request.raw.on("close", () => {
-        if (!reply.raw.writableEnded) abort.abort();
+      // The response's close fires when the client goes away before we finished: stop the turn then.
+      reply.raw.on("close", () => {
+        if (!reply.raw.writableFinished) abort.abort();
       });
 
       if (!body.stream) {

@@ -4,6 +4,7 @@ import {
   type InboundMessage,
   type Logger,
   type Message,
+  ProviderError,
   parseSessionKey,
   repairToolPairs,
   silentLogger,
@@ -180,7 +181,8 @@ export class SessionManager {
     await this.#save(session, { openTurn: { inputId: input.id, startedAt: this.#clock() } });
     before.add(input.id);
 
-    const signals = [laneSignal, AbortSignal.timeout(this.#options.limits.turnTimeoutMs)];
+    const timeout = AbortSignal.timeout(this.#options.limits.turnTimeoutMs);
+    const signals = [laneSignal, timeout];
     if (request.signal) signals.push(request.signal);
     try {
       const result = await runtime.createAgent().run({
@@ -197,6 +199,15 @@ export class SessionManager {
         .map((block) => (block.type === "text" ? block.text : ""))
         .join("\n");
       return { sessionKey: session.key, kind: "reply", text, usage: sumUsage(result.usage) };
+    } catch (error) {
+      if (timeout.aborted) {
+        throw new ProviderError(
+          "turn.timeout",
+          `The turn took longer than ${this.#options.limits.turnTimeoutMs} ms (ALMANAC_TURN_TIMEOUT_MS) and was cancelled.`,
+          { isRetryable: true, cause: error },
+        );
+      }
+      throw error;
     } finally {
       // Whatever happened (answer, model error, abort), what the turn added is kept.
       session.memory.replaceMessages(repairToolPairs(session.memory.messages));

@@ -1,0 +1,107 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { type ScriptedLlm, startScriptedLlm } from "@almanac/testkit";
+import OpenAI from "openai";
+import { type ServerHandle, startServer } from "../src/server.js";
+
+/** A server on a random port with its own data dir and scripted model, plus a client for it. */
+export interface TestServer {
+  readonly server: ServerHandle;
+  readonly llm: ScriptedLlm;
+  readonly home: string;
+  readonly logs: string[];
+  readonly client: OpenAI;
+  /** fetch against the server with the admin token. */
+  api(path: string, init?: RequestInit): Promise<Response>;
+  close(): Promise<void>;
+}
+
+/** Options: extra environment, and whether to configure the model at all. */
+export interface TestServerOptions {
+  readonly env?: Record<string, string>;
+  readonly withModel?: boolean;
+  readonly contextWindow?: number;
+  readonly llm?: ScriptedLlm;
+  readonly home?: string;
+}
+
+export const TEST_TOKEN = "test-admin-token-0123456789";
+export const TEST_MODEL_KEY = "sk-test-model-key-must-not-leak";
+
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const llm =
+    options.llm ??
+    (await startScriptedLlm({ contextWindow: options.contextWindow ?? 32_000, apiKey: TEST_MODEL_KEY }));
+  const home = options.home ?? (await mkdtemp(join(tmpdir(), "almanac-server-")));
+  const logs: string[] = [];
+  const destination = new Writable({
+    write(chunk, _encoding, callback) {
+      logs.push(String(chunk));
+      callback();
+    },
+  });
+  const env: Record<string, string> = {
+    ALMANAC_HOME: home,
+    ALMANAC_PORT: "0",
+    ALMANAC_ADMIN_TOKEN: TEST_TOKEN,
+    ALMANAC_LOG_LEVEL: "info",
+    ...(options.withModel === false
+      ? {}
+      : {
+          ALMANAC_MODEL_BASE_URL: llm.baseURL,
+          ALMANAC_MODEL_NAME: "scripted-model",
+          ALMANAC_MODEL_API_KEY: TEST_MODEL_KEY,
+          ALMANAC_MODEL_MAX_RETRIES: "0",
+          ALMANAC_MODEL_CONTEXT_WINDOW: String(options.contextWindow ?? 32_000),
+          ALMANAC_MODEL_MAX_OUTPUT_TOKENS: "512",
+        }),
+    ...options.env,
+  };
+  const server = await startServer({ env, cwd: home, logDestination: destination, announce: () => {} });
+  const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: TEST_TOKEN, maxRetries: 0 });
+  return {
+    server,
+    llm,
+    home,
+    logs,
+    client,
+    api: (path, init = {}) =>
+      fetch(`${server.url}${path}`, {
+        ...init,
+        headers: {
+          authorization: `Bearer ${TEST_TOKEN}`,
+          "content-type": "application/json",
+          ...init.headers,
+        },
+      }),
+    async close() {
+      await server.close();
+      if (!options.llm) await llm.close();
+      if (!options.home) await rm(home, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The text of every user/assistant message of a session transcript, in file order. */
+export async function readTranscriptLines(
+  home: string,
+  stem: string,
+): Promise<Array<{ role: string; text: string; timestamp: number }>> {
+  const { readFile } = await import("node:fs/promises");
+  const text = await readFile(join(home, "sessions", `${stem}.jsonl`), "utf8");
+  return text
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => {
+      const parsed = JSON.parse(line) as {
+        message: { role: string; timestamp: number; content: Array<{ type: string; text?: string }> };
+      };
+      return {
+        role: parsed.message.role,
+        timestamp: parsed.message.timestamp,
+        text: parsed.message.content.map((block) => block.text ?? "").join(""),
+      };
+    });
+}
