@@ -1,0 +1,98 @@
+/**
+ * Server overhead per turn with a scripted model that answers instantly, at 1 and at 100 concurrent
+ * sessions, and resident memory per loaded idle session.
+ * Run: node --expose-gc --import tsx bench/server.ts   (not part of the test run)
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { Writable } from "node:stream";
+import OpenAI from "openai";
+import { startServer } from "../apps/server/src/server.js";
+import { script, startScriptedLlm } from "../packages/testkit/src/index.js";
+
+const TOKEN = "bench-admin-token-0123456789";
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+const format = (values: number[]) =>
+  `p50 ${percentile(values, 50).toFixed(2)} ms  p99 ${percentile(values, 99).toFixed(2)} ms  (n=${values.length})`;
+
+const llm = await startScriptedLlm({});
+llm.setFallback(() => script.text("ok"));
+const home = await mkdtemp(join(tmpdir(), "almanac-bench-"));
+const server = await startServer({
+  env: {
+    ALMANAC_HOME: home,
+    ALMANAC_PORT: "0",
+    ALMANAC_ADMIN_TOKEN: TOKEN,
+    ALMANAC_LOG_LEVEL: "warn",
+    ALMANAC_MODEL_BASE_URL: llm.baseURL,
+    ALMANAC_MODEL_NAME: "scripted-model",
+    ALMANAC_MODEL_MAX_RETRIES: "0",
+    ALMANAC_MAX_CONCURRENT_TURNS: "100",
+    ALMANAC_SESSION_IDLE_UNLOAD_MS: "3600000",
+  },
+  cwd: home,
+  logDestination: new Writable({ write: (_chunk, _encoding, callback) => callback() }),
+  announce: () => {},
+});
+const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: TOKEN, maxRetries: 0 });
+const modelClient = new OpenAI({ baseURL: llm.baseURL, apiKey: "x", maxRetries: 0 });
+
+async function timed(run: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  await run();
+  return performance.now() - start;
+}
+const turn = (user: string, content: string) =>
+  client.chat.completions.create({ model: "almanac", user, messages: [{ role: "user", content }] });
+
+// Warm-up.
+for (let index = 0; index < 50; index += 1) await turn("warm", `warm ${index}`);
+
+// The model round trip alone (what a turn spends on the scripted model), to subtract.
+const modelOnly: number[] = [];
+for (let index = 0; index < 300; index += 1) {
+  modelOnly.push(
+    await timed(() => modelClient.chat.completions.create({ model: "scripted-model", messages: [{ role: "user", content: "hi" }] })),
+  );
+}
+
+const single: number[] = [];
+for (let index = 0; index < 300; index += 1) single.push(await timed(() => turn("single", `message ${index}`)));
+
+const concurrent: number[] = [];
+await Promise.all(
+  Array.from({ length: 100 }, async (_, session) => {
+    for (let index = 0; index < 10; index += 1) concurrent.push(await timed(() => turn(`c${session}`, `message ${index}`)));
+  }),
+);
+
+const gc = (globalThis as { gc?: () => void }).gc;
+gc?.();
+const before = process.memoryUsage().rss;
+const IDLE = 2000;
+for (let batch = 0; batch < IDLE; batch += 100) {
+  await Promise.all(Array.from({ length: 100 }, (_, index) => turn(`idle-${batch + index}`, "hello, remember me")));
+}
+gc?.();
+const after = process.memoryUsage().rss;
+
+console.log(`model round trip alone (scripted, instant): ${format(modelOnly)}`);
+console.log(`turn latency, 1 session (sequential):       ${format(single)}`);
+console.log(`turn latency, 100 concurrent sessions:      ${format(concurrent)}`);
+console.log(
+  `server overhead per turn, 1 session: p50 ${(percentile(single, 50) - percentile(modelOnly, 50)).toFixed(2)} ms (turn p50 - model p50)`,
+);
+console.log(
+  `RSS per loaded idle session: ${((after - before) / IDLE / 1024).toFixed(1)} KiB (${IDLE} sessions of 2 messages; gc ${gc ? "on" : "off"})`,
+);
+console.log(`node ${process.version}`);
+await server.close();
+await llm.close();
+await rm(home, { recursive: true, force: true });
