@@ -1,3 +1,4 @@
+import type { ChannelStatus } from "@almanac/core";
 import swagger from "@fastify/swagger";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger as PinoLogger } from "pino";
@@ -17,6 +18,8 @@ export interface AppDependencies {
   readonly sessions: SessionManager;
   readonly metrics: ServerMetrics;
   readonly info: () => ServerInfo;
+  /** Status of every chat channel (for `GET /api/channels`). */
+  readonly channels: () => ChannelStatus[];
   /** True once shutdown began: new requests get 503. */
   readonly isShuttingDown: () => boolean;
 }
@@ -82,6 +85,13 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   });
   app.get("/api/openapi.json", { schema: { hide: true } }, async () => app.swagger());
 
+  app.get(
+    "/api/channels",
+    { schema: { tags: ["admin"], summary: "Chat channels and their connection state" } },
+    async () => ({
+      channels: deps.channels(),
+    }),
+  );
   registerOpenAIRoutes(app, deps.sessions);
   registerAdminRoutes(app, deps.sessions, deps.info);
   return app;

@@ -6,6 +6,9 @@ import { createOpenAIChatModel } from "@almanac/llm";
 import type { FastifyInstance } from "fastify";
 import type pino from "pino";
 import { buildApp } from "./app.js";
+import { buildChannels } from "./channels/build-adapters.js";
+import { createChannelHub } from "./channels/channel-hub.js";
+import { createDedupStore } from "./channels/dedup-store.js";
 import type { AlmanacConfig } from "./config/config-schema.js";
 import { loadConfig, missingModelSettings, redactConfig } from "./config/load-config.js";
 import { ensureAdminToken } from "./http/admin-token.js";
@@ -136,6 +139,18 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     },
   });
 
+  const { channels, disabled } = buildChannels(config, logger);
+  const hub = createChannelHub({
+    channels,
+    disabled,
+    dedup: await createDedupStore({
+      file: join(config.home, "state", "channel-dedup.jsonl"),
+      retentionMs: config.channels.dedupHours * 3_600_000,
+    }),
+    sessions,
+    logger,
+  });
+
   const version = await packageVersion();
   const startedAt = Date.now();
   const info = (): ServerInfo => ({
@@ -157,12 +172,14 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     sessions,
     metrics,
     info,
+    channels: () => hub.statuses(),
     isShuttingDown: () => shuttingDown,
   });
   await app.listen({ host: config.server.host, port: config.server.port });
   const address = app.server.address();
   const port = typeof address === "object" && address !== null ? address.port : config.server.port;
   const url = `http://${config.server.host.includes(":") ? `[${config.server.host}]` : config.server.host}:${port}`;
+  await hub.start();
   logger.info({ url, home: config.home, model: config.model.name ?? null }, "almanac listening");
 
   let closing: Promise<void> | undefined;
@@ -172,6 +189,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
       logger.info({ deadlineMs: config.shutdown.deadlineMs }, "shutting down: finishing running turns");
       const drained = await scheduler.close({ deadlineMs: config.shutdown.deadlineMs });
       logger.info(drained, "turns drained");
+      await hub.stop(2_000);
       sessions?.close();
       await app.close();
       logger.info({}, "stopped");

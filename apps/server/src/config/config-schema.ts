@@ -23,6 +23,42 @@ const port = z.number().int().min(0).max(65535);
 const positiveInt = z.number().int().positive();
 const httpUrl = z.url({ protocol: /^https?$/, error: "expected an http(s) URL" });
 
+/** A fresh schema per use: the registry keys metadata by schema instance. */
+const idList = () => z.array(z.string().min(1)).default([]);
+
+/** Access settings every channel has (applied by the server's gate to every adapter alike). */
+function accessSettings(prefix: string, label: string) {
+  return {
+    dmPolicy: setting(z.enum(["open", "allowlist"]).default("allowlist"), {
+      env: `${prefix}_DM_POLICY`,
+      description: `Who may talk to the bot in ${label} direct messages: \`allowlist\` (only ${prefix}_ALLOW_FROM) or \`open\` (anyone).`,
+    }),
+    allowFrom: setting(idList(), {
+      env: `${prefix}_ALLOW_FROM`,
+      description: `${label} user ids allowed to talk to the bot (comma-separated). Applies to DMs and, when set, to groups too.`,
+      example: "1234567890",
+    }),
+    groupPolicy: setting(z.enum(["open", "allowlist", "disabled"]).default("allowlist"), {
+      env: `${prefix}_GROUP_POLICY`,
+      description: `Which ${label} groups/channels the bot answers in: \`allowlist\` (only ${prefix}_GROUPS), \`open\` (all) or \`disabled\`.`,
+    }),
+    groups: setting(idList(), {
+      env: `${prefix}_GROUPS`,
+      description: `${label} group/channel ids the bot answers in (comma-separated).`,
+      example: "987654321",
+    }),
+    requireMention: setting(z.boolean().default(true), {
+      env: `${prefix}_REQUIRE_MENTION`,
+      description: `In ${label} groups, answer only when the bot is @-mentioned.`,
+    }),
+    noMentionGroups: setting(idList(), {
+      env: `${prefix}_NO_MENTION_GROUPS`,
+      description: `${label} group ids where the bot answers without being mentioned (overrides ${prefix}_REQUIRE_MENTION).`,
+      example: "987654321",
+    }),
+  };
+}
+
 /** The whole Almanac configuration. Defaults let the server start with nothing configured. */
 export const configSchema = z.strictObject({
   home: setting(z.string().min(1).default("./data"), {
@@ -134,6 +170,101 @@ export const configSchema = z.strictObject({
       turnTimeoutMs: setting(positiveInt.default(600_000), {
         env: "ALMANAC_TURN_TIMEOUT_MS",
         description: "Longest a single turn may run before it is cancelled.",
+      }),
+    })
+    .prefault({}),
+  channels: z
+    .strictObject({
+      discord: z
+        .strictObject({
+          token: setting(z.string().min(1).optional(), {
+            env: "ALMANAC_DISCORD_TOKEN",
+            description: "Discord bot token; setting it enables the Discord channel.",
+            secret: true,
+            example: "MTIz...",
+          }),
+          apiBaseUrl: setting(httpUrl.optional(), {
+            env: "ALMANAC_DISCORD_API_BASE_URL",
+            description: "Discord REST base URL (default Discord's; set only for testing).",
+            example: "https://discord.com/api",
+          }),
+          ...accessSettings("ALMANAC_DISCORD", "Discord"),
+        })
+        .prefault({}),
+      feishu: z
+        .strictObject({
+          appId: setting(z.string().min(1).optional(), {
+            env: "ALMANAC_FEISHU_APP_ID",
+            description: "Feishu/Lark app id (cli_…); with the secret, enables the Feishu channel.",
+            example: "cli_a1b2c3d4e5f60718",
+          }),
+          appSecret: setting(z.string().min(1).optional(), {
+            env: "ALMANAC_FEISHU_APP_SECRET",
+            description: "Feishu/Lark app secret.",
+            secret: true,
+            example: "secret",
+          }),
+          mode: setting(z.enum(["websocket", "webhook"]).default("websocket"), {
+            env: "ALMANAC_FEISHU_MODE",
+            description:
+              "Long connection (`websocket`, no public URL needed) or `webhook` (POST /channels/feishu/webhook).",
+          }),
+          encryptKey: setting(z.string().min(1).optional(), {
+            env: "ALMANAC_FEISHU_ENCRYPT_KEY",
+            description: "Event encrypt key (webhook mode; also used to verify signatures).",
+            secret: true,
+            example: "key",
+          }),
+          verificationToken: setting(z.string().min(1).optional(), {
+            env: "ALMANAC_FEISHU_VERIFICATION_TOKEN",
+            description: "Event verification token (webhook mode).",
+            secret: true,
+            example: "token",
+          }),
+          domain: setting(httpUrl.default("https://open.feishu.cn"), {
+            env: "ALMANAC_FEISHU_DOMAIN",
+            description:
+              "Open platform base URL: https://open.feishu.cn (Feishu) or https://open.larksuite.com (Lark).",
+          }),
+          ...accessSettings("ALMANAC_FEISHU", "Feishu"),
+        })
+        .prefault({}),
+      dingtalk: z
+        .strictObject({
+          clientId: setting(z.string().min(1).optional(), {
+            env: "ALMANAC_DINGTALK_CLIENT_ID",
+            description:
+              "DingTalk app key (client id); with the secret, enables the DingTalk channel (Stream mode).",
+            example: "dingxxxxxxxx",
+          }),
+          clientSecret: setting(z.string().min(1).optional(), {
+            env: "ALMANAC_DINGTALK_CLIENT_SECRET",
+            description: "DingTalk app secret (client secret).",
+            secret: true,
+            example: "secret",
+          }),
+          robotCode: setting(z.string().min(1).optional(), {
+            env: "ALMANAC_DINGTALK_ROBOT_CODE",
+            description: "Robot code for OpenAPI replies (defaults to the client id).",
+            example: "dingxxxxxxxx",
+          }),
+          gatewayUrl: setting(httpUrl.optional(), {
+            env: "ALMANAC_DINGTALK_GATEWAY_URL",
+            description: "Stream gateway base URL (default DingTalk's; set only for testing).",
+            example: "https://api.dingtalk.com",
+          }),
+          apiBaseUrl: setting(httpUrl.optional(), {
+            env: "ALMANAC_DINGTALK_API_BASE_URL",
+            description: "Robot OpenAPI base URL (default https://api.dingtalk.com).",
+            example: "https://api.dingtalk.com",
+          }),
+          ...accessSettings("ALMANAC_DINGTALK", "DingTalk"),
+        })
+        .prefault({}),
+      dedupHours: setting(positiveInt.default(48), {
+        env: "ALMANAC_CHANNEL_DEDUP_HOURS",
+        description:
+          "How long delivered platform event ids are remembered (across restarts) to drop redeliveries.",
       }),
     })
     .prefault({}),

@@ -96,6 +96,21 @@ function fromEnv(setting: SettingInfo, text: string): unknown {
       if (/^(true|1|yes|on)$/i.test(trimmed)) return true;
       if (/^(false|0|no|off)$/i.test(trimmed)) return false;
       return text;
+    case "list":
+      // Comma-separated in the environment; a JSON array is accepted too.
+      if (trimmed.startsWith("[")) {
+        try {
+          return JSON.parse(trimmed);
+        } catch {
+          return text;
+        }
+      }
+      return trimmed === ""
+        ? []
+        : trimmed
+            .split(",")
+            .map((part) => part.trim())
+            .filter((part) => part !== "");
     case "json":
       try {
         return JSON.parse(trimmed);

@@ -2,7 +2,7 @@ import type { z } from "zod";
 import { configSchema, type SettingMeta, settingRegistry } from "./config-schema.js";
 
 /** The value kind of a setting, which decides how an environment string is read. */
-export type SettingKind = "string" | "number" | "boolean" | "json" | "enum";
+export type SettingKind = "string" | "number" | "boolean" | "json" | "enum" | "list";
 
 /** One documented configuration key. */
 export interface SettingInfo extends SettingMeta {
@@ -39,9 +39,10 @@ function kindOf(inner: AnySchema): SettingKind {
       return "boolean";
     case "enum":
       return "enum";
+    case "array":
+      return "list";
     case "record":
     case "object":
-    case "array":
       return "json";
     default:
       return "string";

@@ -1,0 +1,142 @@
+import {
+  type ChannelAdapter,
+  type ChannelStatus,
+  hasTypingIndicator,
+  type InboundMessage,
+  isAlmanacError,
+  type Logger,
+  silentLogger,
+} from "@almanac/core";
+import type { SessionManager } from "../runtime/session-manager.js";
+import { type AccessPolicy, checkAccess } from "./access-policy.js";
+import type { DedupStore } from "./dedup-store.js";
+
+/** One configured channel: the adapter and who may use it. */
+export interface ChannelEntry {
+  readonly adapter: ChannelAdapter;
+  readonly policy: AccessPolicy;
+}
+
+/** Options of {@link createChannelHub}. */
+export interface ChannelHubOptions {
+  readonly channels: readonly ChannelEntry[];
+  /** Names of channels known to Almanac but not configured (reported as `disabled`). */
+  readonly disabled: readonly string[];
+  readonly dedup: DedupStore;
+  readonly sessions: SessionManager;
+  readonly logger?: Logger;
+}
+
+/** Runs every chat-platform adapter: gate (dedup, access), session turn, reply. */
+export interface ChannelHub {
+  start(): Promise<void>;
+  statuses(): ChannelStatus[];
+  /** Stops the adapters after replies already being sent went out (up to the deadline). */
+  stop(deadlineMs: number): Promise<void>;
+}
+
+/** What the user sees when a turn fails: plain words, no internals (details go to the log). */
+function failureText(error: unknown): string {
+  if (isAlmanacError(error)) {
+    if (error.code === "session.busy") return error.message;
+    if (error.code === "message.too_long") return error.message;
+    if (error.code === "model.not_configured")
+      return "The assistant is not set up yet: its owner needs to configure a model.";
+    if (error.code === "server.shutting_down")
+      return "The assistant is restarting; please send that again in a minute.";
+    if (error.category === "provider")
+      return "Sorry, I could not reach the language model just now. Please try again in a moment.";
+  }
+  return "Sorry, something went wrong while answering. The error has been logged.";
+}
+
+/** Creates the hub; `start()` connects every adapter. */
+export function createChannelHub(options: ChannelHubOptions): ChannelHub {
+  const logger = options.logger ?? silentLogger;
+  const inFlight = new Set<Promise<void>>();
+  const policies = new Map(options.channels.map((entry) => [entry.adapter.name, entry.policy]));
+  const adapters = new Map(options.channels.map((entry) => [entry.adapter.name, entry.adapter]));
+
+  async function process(adapter: ChannelAdapter, message: InboundMessage): Promise<void> {
+    const log = logger.child({
+      channel: adapter.name,
+      sessionKey: message.sessionKey,
+      messageId: message.id,
+    });
+    if (!(await options.dedup.firstSeen(`${adapter.name}:${message.account}:${message.id}`))) {
+      log.info({}, "dropped a redelivered event");
+      return;
+    }
+    const policy = policies.get(adapter.name);
+    const decision = policy
+      ? checkAccess(policy, message)
+      : { allowed: false as const, reason: "no access policy" };
+    if (!decision.allowed) {
+      log.info(
+        { senderId: message.sender.id, reason: decision.reason },
+        "message refused by the channel gate",
+      );
+      return;
+    }
+    const stopTyping = hasTypingIndicator(adapter)
+      ? await adapter.startTyping(message).catch((error: unknown) => {
+          log.warn({ err: error }, "typing indicator failed");
+          return undefined;
+        })
+      : undefined;
+    let text: string;
+    try {
+      text = (await options.sessions.handle({ inbound: message })).text;
+    } catch (error) {
+      const level = isAlmanacError(error) && error.category === "user" ? "info" : "error";
+      log[level]({ err: error }, "turn failed");
+      text = failureText(error);
+    } finally {
+      await stopTyping?.().catch(() => {});
+    }
+    if (text.trim() === "") text = "(no answer)";
+    try {
+      await adapter.send({ sessionKey: message.sessionKey, text, inReplyTo: message });
+    } catch (error) {
+      log.error({ err: error }, "sending the reply failed");
+    }
+  }
+
+  return {
+    async start() {
+      await Promise.all(
+        [...adapters.values()].map(async (adapter) => {
+          try {
+            await adapter.start((message) => {
+              // Adapters must ack the platform at once: the turn runs detached from the callback.
+              const task = process(adapter, message).catch((error: unknown) =>
+                logger.error({ err: error, channel: adapter.name }, "channel message handling failed"),
+              );
+              inFlight.add(task);
+              void task.finally(() => inFlight.delete(task));
+            });
+            logger.info({ channel: adapter.name }, "channel started");
+          } catch (error) {
+            logger.error(
+              { err: error, channel: adapter.name },
+              "channel failed to start; see GET /api/channels",
+            );
+          }
+        }),
+      );
+    },
+    statuses() {
+      return [
+        ...[...adapters.values()].map((adapter) => adapter.status()),
+        ...options.disabled.map(
+          (channel): ChannelStatus => ({ channel, state: "disabled", detail: "not configured" }),
+        ),
+      ];
+    },
+    async stop(deadlineMs) {
+      const deadline = new Promise<void>((resolve) => setTimeout(resolve, deadlineMs).unref());
+      await Promise.race([Promise.allSettled([...inFlight]), deadline]);
+      await Promise.allSettled([...adapters.values()].map((adapter) => adapter.stop()));
+    },
+  };
+}
