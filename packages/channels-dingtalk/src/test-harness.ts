@@ -1,0 +1,90 @@
+// Test support only (imported by *.test.ts): a real adapter wired to the fake DingTalk from @almanac/testkit.
+import type { InboundMessage, Logger } from "@almanac/core";
+import {
+  type FakeDingTalk,
+  type FakeDingTalkOptions,
+  startFakeDingTalk,
+  waitUntil,
+} from "@almanac/testkit/dingtalk";
+import { createDingTalkAdapter, type DingTalkAdapter } from "./dingtalk-adapter.js";
+import type { DingTalkAdapterConfig } from "./types.js";
+
+/** One call to the recording logger. */
+export interface LogEntry {
+  readonly level: "debug" | "info" | "warn" | "error";
+  readonly message: string | undefined;
+  readonly fields: Record<string, unknown>;
+}
+
+/** A logger that keeps every entry, so tests can assert nothing went wrong quietly. */
+export function recordingLogger(entries: LogEntry[] = []): Logger & { readonly entries: LogEntry[] } {
+  const at =
+    (level: LogEntry["level"]) =>
+    (fields: Record<string, unknown>, message?: string): void => {
+      entries.push({ level, message, fields });
+    };
+  const logger = {
+    entries,
+    debug: at("debug"),
+    info: at("info"),
+    warn: at("warn"),
+    error: at("error"),
+    child: () => logger,
+  };
+  return logger;
+}
+
+/** A started adapter, the fake it talks to, and what it received. */
+export interface Harness {
+  readonly fake: FakeDingTalk;
+  readonly adapter: DingTalkAdapter;
+  readonly inbound: InboundMessage[];
+  readonly logs: LogEntry[];
+  /** Waits for the `count`-th inbound message and returns it. */
+  nextInbound(count: number): Promise<InboundMessage>;
+  close(): Promise<void>;
+}
+
+/** Options of {@link startHarness}. */
+export interface HarnessOptions {
+  readonly fake?: FakeDingTalkOptions;
+  readonly adapter?: Partial<DingTalkAdapterConfig>;
+  /** Replaces the default handler (which records into `inbound`). */
+  readonly onMessage?: (message: InboundMessage, harness: Harness) => void;
+}
+
+/** Starts the fake and an adapter connected to it; `close()` stops both. */
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const fake = await startFakeDingTalk(options.fake);
+  const logs: LogEntry[] = [];
+  const inbound: InboundMessage[] = [];
+  const adapter = createDingTalkAdapter({
+    clientId: fake.clientId,
+    clientSecret: fake.clientSecret,
+    gatewayUrl: fake.url,
+    apiBaseUrl: fake.url,
+    logger: recordingLogger(logs),
+    ...options.adapter,
+  });
+  const harness: Harness = {
+    fake,
+    adapter,
+    inbound,
+    logs,
+    nextInbound: (count) => waitUntil(() => inbound[count - 1], { message: `inbound message #${count}` }),
+    close: async () => {
+      await adapter.stop();
+      await fake.close();
+    },
+  };
+  try {
+    await adapter.start((message) => {
+      inbound.push(message);
+      options.onMessage?.(message, harness);
+    });
+  } catch (error) {
+    await harness.close();
+    throw error;
+  }
+  return harness;
+}

@@ -1,0 +1,75 @@
+import type { Logger } from "@almanac/core";
+import type { RobotPayload } from "./robot-payload.js";
+
+/** Time source of the adapter; injected in tests so expiry and retry delays need no real waiting. */
+export interface DingTalkClock {
+  /** Milliseconds since the Unix epoch. */
+  now(): number;
+  /** Resolves after `ms`, or early when `signal` aborts (never rejects). */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** Configuration of {@link createDingTalkAdapter}. */
+export interface DingTalkAdapterConfig {
+  /** The app's Client ID (formerly AppKey). */
+  readonly clientId: string;
+  /** The app's Client Secret (formerly AppSecret). Secret: never logged. */
+  readonly clientSecret: string;
+  /** Robot code used by the OpenAPI; default `clientId` (an internal app's robot has the app's key as code). */
+  readonly robotCode?: string;
+  /** Bot account name in session keys; default `default`. */
+  readonly account?: string;
+  /** Base URL of `POST /v1.0/gateway/connections/open`; default `https://api.dingtalk.com`. */
+  readonly gatewayUrl?: string;
+  /** Base URL of the OpenAPI (access token, robot messages); default `https://api.dingtalk.com`. */
+  readonly apiBaseUrl?: string;
+  /** Structured logger; default silent. */
+  readonly logger?: Logger;
+  /** Wait before retrying a throttled send (times the attempt number); default 1,000 ms. */
+  readonly throttleRetryDelayMs?: number;
+  /** Retries of a throttled send before `dingtalk.rate_limited` surfaces; default 3. */
+  readonly throttleRetries?: number;
+  /** Timeout of each HTTP request and of the WebSocket handshake; default 15,000 ms. */
+  readonly requestTimeoutMs?: number;
+  /** Time source; default the system clock. */
+  readonly clock?: DingTalkClock;
+}
+
+/** {@link DingTalkAdapterConfig} with every default applied. */
+export interface ResolvedDingTalkConfig {
+  readonly clientId: string;
+  readonly clientSecret: string;
+  readonly robotCode: string;
+  readonly account: string;
+  readonly gatewayUrl: string;
+  readonly apiBaseUrl: string;
+  readonly logger: Logger;
+  readonly throttleRetryDelayMs: number;
+  readonly throttleRetries: number;
+  readonly requestTimeoutMs: number;
+  readonly clock: DingTalkClock;
+}
+
+/**
+ * What a DingTalk {@link InboundMessage} keeps on `raw`: the stream frame id and the robot payload
+ * (including `sessionWebhook`, which `send` uses to reply). Plain JSON, so it survives persistence.
+ */
+export interface DingTalkInboundRaw {
+  /** `headers.messageId` of the CALLBACK frame (DingTalk's delivery id; `InboundMessage.id` is `msgId`). */
+  readonly streamMessageId: string;
+  readonly payload: RobotPayload;
+}
+
+/** A DingTalk markdown message (`msgtype: "markdown"` / `msgKey: "sampleMarkdown"`). */
+export interface MarkdownMessage {
+  readonly title: string;
+  readonly text: string;
+}
+
+/** Where a reply goes: the conversation, and the inbound's sessionWebhook while it may still work. */
+export interface DeliveryPlan {
+  readonly target:
+    | { readonly kind: "dm"; readonly staffId: string | undefined }
+    | { readonly kind: "group"; readonly openConversationId: string };
+  readonly webhook?: { readonly url: string; readonly expiresAt: number };
+}

@@ -1,0 +1,151 @@
+import type { TokenCounter } from "@almanac/core";
+import { localDateOf, previousDate } from "./local-date.js";
+import type { MemoryFileContent } from "./memory-file-store.js";
+
+/**
+ * The system-prompt section (our own words) that tells the chat agent how to use its long-term
+ * memory: when to look things up and how to record what the person asks it to remember.
+ */
+export const MEMORY_GUIDE = `## Your memory
+You remember across conversations through Markdown files in your workspace:
+- MEMORY.md holds long-term knowledge: who the person is, their preferences, standing instructions, decisions, ongoing projects, people and places that matter.
+- memory/YYYY-MM-DD.md are daily logs of what happened each day. They are written for you after conversations are summarized; you rarely need to edit them.
+Excerpts of MEMORY.md and of today's and yesterday's logs follow below. An excerpt that was cut says so.
+
+Looking things up:
+- Before you answer anything that depends on the past (an earlier conversation, a decision, a name, a date, "last time", "what did we decide"), search with memory_search and open the useful hits with memory_get.
+- When the excerpt of MEMORY.md was cut and the question may concern it, read the whole file with read_file.
+- Do not guess about the past. If the memory does not say, tell the person you do not know.
+
+Writing to MEMORY.md:
+- When the person asks you to remember something ("remember that…", "note that…", "from now on…"), or states a lasting preference or decision, record it in MEMORY.md right away with the file tools, then confirm briefly.
+- Read the file first. Put one fact per bullet under the heading it belongs to; add a short heading when none fits.
+- Never add a fact that is already there. When a fact changed, edit its bullet instead of adding a contradicting one; add the date when it helps ("since 2024-05-01").
+- Keep exact identifiers verbatim: paths, URLs, ids, numbers, names.
+- Change only what needs changing with edit_file or append_file; never rewrite the whole file to add a line.
+- When asked to forget something, remove it and say so. Never store passwords, API keys or other secrets.
+- Day-to-day events belong in the daily logs, not in MEMORY.md.`;
+
+/** Reads memory files; a `MemoryFileStore` is one. */
+export interface MemoryFileReader {
+  tryRead(relativePath: string): Promise<MemoryFileContent | undefined>;
+}
+
+/** Options of {@link buildMemoryContext}. */
+export interface MemoryContextOptions {
+  readonly store: MemoryFileReader;
+  /** IANA zone deciding what "today" is. */
+  readonly timeZone: string;
+  /** Milliseconds since the epoch. */
+  readonly now: number;
+  /** Tokens for the three excerpts together (headings and notes come on top, a few dozen tokens). Default 2000. */
+  readonly budgetTokens?: number;
+  readonly tokenCounter: TokenCounter;
+}
+
+interface Section {
+  readonly path: string;
+  readonly title: string;
+  /** Long-term memory is read from the top; daily logs from the end (the latest entries matter most). */
+  readonly keep: "head" | "tail";
+  readonly missing: string;
+  readonly share: number;
+}
+
+/** Splits `budget` by shares, then hands what a small file does not need to the others, in order. */
+function allocate(budget: number, shares: readonly number[], needs: readonly number[]): number[] {
+  const given = shares.map((share, index) => Math.min(Math.floor(budget * share), needs[index] ?? 0));
+  let spare = budget - given.reduce((sum, value) => sum + value, 0);
+  for (const [index, need] of needs.entries()) {
+    const extra = Math.min(spare, need - (given[index] ?? 0));
+    if (extra > 0) {
+      given[index] = (given[index] ?? 0) + extra;
+      spare -= extra;
+    }
+  }
+  return given;
+}
+
+function splitLines(content: string): string[] {
+  const lines = content.split("\n");
+  if (lines.at(-1) === "") lines.pop();
+  return lines;
+}
+
+/** The lines that fit in `budget` tokens, from the head or the tail, and how many were left out. */
+function excerpt(lines: readonly string[], budget: number, keep: "head" | "tail", counter: TokenCounter) {
+  const ordered = keep === "head" ? lines : [...lines].reverse();
+  const kept: string[] = [];
+  let used = 0;
+  for (const line of ordered) {
+    const cost = counter.countText(`${line}\n`);
+    if (used + cost > budget) break;
+    kept.push(line);
+    used += cost;
+  }
+  if (keep === "tail") kept.reverse();
+  return { kept, omitted: lines.length - kept.length };
+}
+
+/**
+ * Builds the memory part of the system prompt: bounded excerpts of `MEMORY.md` and of today's and
+ * yesterday's daily logs. Whatever is cut is stated in the text with the file to read, never silently.
+ */
+export async function buildMemoryContext(options: MemoryContextOptions): Promise<string> {
+  const { store, timeZone, now, tokenCounter } = options;
+  const budget = Math.max(0, Math.floor(options.budgetTokens ?? 2000));
+  const today = localDateOf(now, timeZone);
+  const yesterday = previousDate(today);
+  const sections: Section[] = [
+    {
+      path: "MEMORY.md",
+      title: "MEMORY.md (long-term)",
+      keep: "head",
+      missing: "MEMORY.md does not exist yet.",
+      share: 0.5,
+    },
+    {
+      path: `memory/${today}.md`,
+      title: `memory/${today}.md (today)`,
+      keep: "tail",
+      missing: "No log for today yet.",
+      share: 0.3,
+    },
+    {
+      path: `memory/${yesterday}.md`,
+      title: `memory/${yesterday}.md (yesterday)`,
+      keep: "tail",
+      missing: "No log for yesterday.",
+      share: 0.2,
+    },
+  ];
+  const files = await Promise.all(sections.map((section) => store.tryRead(section.path)));
+  const lines = files.map((file) => (file === undefined ? [] : splitLines(file.content)));
+  const needs = lines.map((fileLines) =>
+    fileLines.reduce((sum, line) => sum + tokenCounter.countText(`${line}\n`), 0),
+  );
+  const allowances = allocate(
+    budget,
+    sections.map((section) => section.share),
+    needs,
+  );
+
+  const parts = [`## Memory excerpts (today is ${today}, ${timeZone})`];
+  for (const [index, section] of sections.entries()) {
+    parts.push("", `### ${section.title}`);
+    const fileLines = lines[index] ?? [];
+    if (files[index] === undefined || fileLines.length === 0) {
+      parts.push(files[index] === undefined ? section.missing : `${section.path} is empty.`);
+      continue;
+    }
+    const { kept, omitted } = excerpt(fileLines, allowances[index] ?? 0, section.keep, tokenCounter);
+    const note =
+      omitted === 0
+        ? undefined
+        : `… ${omitted} ${section.keep === "head" ? "more" : "earlier"} ${omitted === 1 ? "line" : "lines"} not shown; read ${section.path} with read_file.`;
+    if (section.keep === "tail" && note !== undefined) parts.push(note);
+    parts.push(...kept);
+    if (section.keep === "head" && note !== undefined) parts.push(note);
+  }
+  return parts.join("\n");
+}
