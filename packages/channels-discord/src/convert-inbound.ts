@@ -1,0 +1,175 @@
+import { type Conversation, formatSessionKey, type ImageBlock, type InboundMessage } from "@almanac/core";
+import {
+  CONVERSATIONAL_MESSAGE_TYPES,
+  type DiscordMessagePayload,
+  messageCreateSchema,
+} from "./discord-message-schema.js";
+import type { DiscordLocation } from "./types.js";
+
+/** What the adapter knows besides the payload when it normalizes a message. */
+export interface InboundContext {
+  readonly account: string;
+  /** The bot's own user id (from READY). */
+  readonly botUserId: string;
+  /** The bot's managed role(s) in the message's guild: `<@&role>` of these counts as a mention. */
+  readonly botRoleIds: ReadonlySet<string>;
+  readonly location: DiscordLocation;
+  readonly receivedAt: number;
+}
+
+/** The outcome of validating an untrusted MESSAGE_CREATE payload. */
+export type ParsedMessageCreate =
+  | { readonly ok: true; readonly message: DiscordMessagePayload }
+  | { readonly ok: false; readonly error: string };
+
+/** Validates a gateway MESSAGE_CREATE payload (`d`), received as `unknown`. */
+export function parseMessageCreate(data: unknown): ParsedMessageCreate {
+  const parsed = messageCreateSchema.safeParse(data);
+  return parsed.success ? { ok: true, message: parsed.data } : { ok: false, error: parsed.error.message };
+}
+
+/**
+ * True for messages the adapter drops before the server's gate sees them: the bot's own posts (Discord
+ * echoes them), other bots and webhooks (avoids bot loops), and system messages (joins, pins, thread starts).
+ */
+export function isNoise(message: DiscordMessagePayload, botUserId: string): boolean {
+  return (
+    message.author.id === botUserId ||
+    message.author.bot === true ||
+    message.author.system === true ||
+    message.webhook_id !== undefined ||
+    !CONVERSATIONAL_MESSAGE_TYPES.has(message.type)
+  );
+}
+
+/**
+ * Normalizes a validated MESSAGE_CREATE into an {@link InboundMessage}, or `undefined` for noise and
+ * for empty messages that do not address the bot (stickers, polls). Mention gating and allowlists are not applied here:
+ * `mentioned` and `conversation.kind` are set for the server's gate to decide.
+ */
+export function toInboundMessage(
+  message: DiscordMessagePayload,
+  raw: unknown,
+  context: InboundContext,
+): InboundMessage | undefined {
+  if (isNoise(message, context.botUserId)) return undefined;
+  const text = flattenText(message, context);
+  const { images, attachments } = splitAttachments(message);
+  const isReply = message.message_reference !== undefined && (message.message_reference.type ?? 0) === 0;
+  const addressed = mentionsBot(message, context, isReply);
+  // A bare "@bot" is a call for attention; an empty message nobody addressed (a sticker, a poll) is not.
+  if (text === "" && images.length === 0 && attachments.length === 0 && !addressed) return undefined;
+  const { sessionKey, conversation } = placeOf(message, context);
+  const replyTo = isReply ? message.message_reference?.message_id : undefined;
+  return {
+    sessionKey,
+    channel: "discord",
+    id: message.id,
+    account: context.account,
+    conversation,
+    sender: { id: message.author.id, name: displayName(message.author, message.member) },
+    mentioned: context.location.kind === "dm" || addressed,
+    text,
+    ...(images.length === 0 ? {} : { images }),
+    ...(attachments.length === 0 ? {} : { attachments }),
+    ...(replyTo === undefined ? {} : { replyTo }),
+    receivedAt: context.receivedAt,
+    raw,
+  };
+}
+
+function placeOf(
+  message: DiscordMessagePayload,
+  context: InboundContext,
+): { sessionKey: string; conversation: Conversation } {
+  const { account, location } = context;
+  const named = (name: string | undefined) => (name === undefined ? {} : { name });
+  switch (location.kind) {
+    case "dm":
+      return {
+        // One DM session per user; the DM channel id is where replies go.
+        sessionKey: formatSessionKey({ channel: "discord", account, kind: "dm", id: message.author.id }),
+        conversation: { kind: "dm", id: message.channel_id },
+      };
+    case "group":
+      return {
+        sessionKey: formatSessionKey({ channel: "discord", account, kind: "group", id: message.channel_id }),
+        conversation: { kind: "group", id: message.channel_id, ...named(location.name) },
+      };
+    case "thread":
+      return {
+        sessionKey: formatSessionKey({
+          channel: "discord",
+          account,
+          kind: "group",
+          id: location.parentId,
+          thread: message.channel_id,
+        }),
+        conversation: {
+          kind: "thread",
+          id: message.channel_id,
+          parentId: location.parentId,
+          ...named(location.name),
+        },
+      };
+  }
+}
+
+/** A user or nickname mention of the bot, a mention of its managed role, or a reply to one of its posts. */
+function mentionsBot(message: DiscordMessagePayload, context: InboundContext, isReply: boolean): boolean {
+  const { botUserId, botRoleIds } = context;
+  return (
+    message.mentions.some((user) => user.id === botUserId) ||
+    message.mention_roles.some((role) => botRoleIds.has(role)) ||
+    (isReply && message.referenced_message?.author.id === botUserId) ||
+    message.content.includes(`<@${botUserId}>`) ||
+    message.content.includes(`<@!${botUserId}>`)
+  );
+}
+
+/** Content with the bot's mentions removed and other users' `<@id>` written as `@name`. */
+function flattenText(message: DiscordMessagePayload, context: InboundContext): string {
+  const names = new Map(message.mentions.map((user) => [user.id, displayName(user, user.member)]));
+  return message.content
+    .replace(/[ \t]*<@(!?|&)(\d+)>[ \t]*/g, (whole, sigil: string, id: string) => {
+      const isBot = sigil === "&" ? context.botRoleIds.has(id) : id === context.botUserId;
+      if (isBot) return " ";
+      const name = sigil === "&" ? undefined : names.get(id);
+      return name === undefined ? whole : whole.replace(/<@!?\d+>/, `@${name}`);
+    })
+    .trim();
+}
+
+function displayName(
+  user: DiscordMessagePayload["author"],
+  member: DiscordMessagePayload["member"] | undefined,
+): string {
+  return member?.nick ?? user.global_name ?? user.username;
+}
+
+const IMAGE_EXTENSION = /\.(png|jpe?g|gif|webp)$/i;
+
+function splitAttachments(message: DiscordMessagePayload): {
+  images: ImageBlock[];
+  attachments: NonNullable<InboundMessage["attachments"]>[number][];
+} {
+  const images: ImageBlock[] = [];
+  const attachments: NonNullable<InboundMessage["attachments"]>[number][] = [];
+  for (const attachment of message.attachments) {
+    const type = attachment.content_type?.split(";")[0]?.trim().toLowerCase();
+    const isImage =
+      type === undefined ? IMAGE_EXTENSION.test(attachment.filename) : type.startsWith("image/");
+    if (isImage) {
+      images.push({ type: "image", url: attachment.url });
+      continue;
+    }
+    const family = type?.split("/")[0];
+    attachments.push({
+      kind: family === "audio" || family === "video" ? family : "file",
+      name: attachment.filename,
+      url: attachment.url,
+      id: attachment.id,
+    });
+  }
+  return { images, attachments };
+}

@@ -1,0 +1,351 @@
+import {
+  type ChannelStatus,
+  type InboundMessage,
+  type Logger,
+  type OutboundMessage,
+  silentLogger,
+  type TypingIndicatorAdapter,
+} from "@almanac/core";
+import { type Client, Events, GatewayDispatchEvents, RESTEvents, Routes } from "discord.js";
+import { z } from "zod";
+import { ConnectionStatus, type FatalClose, fatalClose } from "./connection-status.js";
+import { isNoise, parseMessageCreate, toInboundMessage } from "./convert-inbound.js";
+import { resolveTarget, toDiscordChunks } from "./convert-outbound.js";
+import {
+  botRoleIds,
+  createDiscordClient,
+  fatalLoginError,
+  locateChannel,
+  waitForClientReady,
+} from "./discord-client.js";
+import { discordUserError, toDiscordApiError } from "./errors.js";
+import { DEFAULT_DISCORD_API_BASE_URL, type DiscordAdapterConfig } from "./types.js";
+import { startTypingLoop } from "./typing-loop.js";
+
+const MAX_RETRY_DELAY_MS = 5 * 60_000;
+/** Replies may ping users (and the replied-to author) but never @everyone, @here or roles. */
+const ALLOWED_MENTIONS = { parse: ["users"], replied_user: true } as const;
+const dmChannelSchema = z.object({ id: z.string().regex(/^\d+$/) });
+
+/**
+ * Discord over the gateway with discord.js: normalizes MESSAGE_CREATE into {@link InboundMessage}s,
+ * answers in the same channel/thread/DM (split at 2000 characters), shows "typing…", reports status,
+ * and relies on discord.js to resume or re-identify after drops. Policy (dedup, allowlists, mention
+ * gating) is the server gate's job; this adapter only drops its own, other bots' and system messages.
+ */
+export class DiscordAdapter implements TypingIndicatorAdapter {
+  /** Channel name in session keys. */
+  readonly name = "discord";
+  /** The bot account in session keys. */
+  readonly account: string;
+  readonly #token: string;
+  readonly #apiBaseUrl: string;
+  readonly #logger: Logger;
+  readonly #clock: () => number;
+  readonly #typingIntervalMs: number;
+  readonly #retryDelayMs: number;
+  readonly #status: ConnectionStatus;
+  readonly #typingStops = new Set<() => Promise<void>>();
+  /** DM channel id per user id, learned from inbound DMs or opened on demand. */
+  readonly #dmChannels = new Map<string, string>();
+  #client: Client | undefined;
+  #onMessage: ((message: InboundMessage) => void) | undefined;
+  #running = false;
+  #fatal: FatalClose | undefined;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #retryAttempt = 0;
+  #abortLogin: (() => void) | undefined;
+  /** Inbound messages are normalized one after another, so they reach the server in gateway order. */
+  #inbound: Promise<void> = Promise.resolve();
+
+  constructor(config: DiscordAdapterConfig) {
+    if (typeof config.token !== "string" || config.token.trim() === "") {
+      throw discordUserError(
+        "discord.config_invalid",
+        "The Discord bot token is empty; set the Discord token.",
+      );
+    }
+    const account = config.account ?? "default";
+    if (account.trim() === "")
+      throw discordUserError("discord.config_invalid", "The Discord account is empty.");
+    const apiBaseUrl = (config.apiBaseUrl ?? DEFAULT_DISCORD_API_BASE_URL).replace(/\/+$/, "");
+    if (!URL.canParse(apiBaseUrl)) {
+      throw discordUserError(
+        "discord.config_invalid",
+        `The Discord API base URL is not a URL: ${apiBaseUrl}`,
+      );
+    }
+    this.account = account;
+    this.#token = config.token.trim();
+    this.#apiBaseUrl = apiBaseUrl;
+    this.#logger = (config.logger ?? silentLogger).child({ channel: "discord", account });
+    this.#clock = config.clock ?? Date.now;
+    this.#typingIntervalMs = config.typingIntervalMs ?? 8000;
+    this.#retryDelayMs = config.retryDelayMs ?? 5000;
+    this.#status = new ConnectionStatus(this.#clock);
+  }
+
+  /**
+   * Logs in and resolves once the gateway is ready. A passing failure (network, Discord 5xx) is retried
+   * in the background with growing delays and `start` resolves with status `connecting`.
+   * @throws UserError `discord.auth_failed` / `discord.gateway_refused` when retrying cannot help; status is `error`.
+   */
+  async start(onMessage: (message: InboundMessage) => void): Promise<void> {
+    if (this.#running)
+      throw discordUserError("discord.already_started", "The Discord adapter is already started.");
+    this.#running = true;
+    this.#onMessage = onMessage;
+    this.#retryAttempt = 0;
+    await this.#connect();
+  }
+
+  /** Posts `message.text` (converted, split at 2000 characters); the first part replies to `inReplyTo`. */
+  async send(message: OutboundMessage): Promise<void> {
+    const client = this.#requireClient();
+    const target = resolveTarget(message, this.account);
+    const channelId =
+      target.kind === "channel" ? target.channelId : await this.#openDm(client, target.userId);
+    const chunks = toDiscordChunks(message.text);
+    for (const [index, content] of chunks.entries()) {
+      const replyTo = index === 0 && target.kind === "channel" ? target.replyToMessageId : undefined;
+      const body = {
+        content,
+        allowed_mentions: ALLOWED_MENTIONS,
+        ...(replyTo === undefined
+          ? {}
+          : { message_reference: { message_id: replyTo, channel_id: channelId, fail_if_not_exists: false } }),
+      };
+      try {
+        await client.rest.post(Routes.channelMessages(channelId), { body });
+      } catch (error) {
+        const where = `Posting part ${index + 1} of ${chunks.length} to Discord channel ${channelId}`;
+        throw toDiscordApiError("discord.send_failed", where, error);
+      }
+    }
+  }
+
+  /** Shows "typing…" in the conversation of `message` now and every `typingIntervalMs` until stopped. */
+  async startTyping(message: InboundMessage): Promise<() => Promise<void>> {
+    const client = this.#requireClient();
+    const target = resolveTarget(
+      { sessionKey: message.sessionKey, text: "", inReplyTo: message },
+      this.account,
+    );
+    const channelId =
+      target.kind === "channel" ? target.channelId : await this.#openDm(client, target.userId);
+    const stopLoop = await startTypingLoop({
+      intervalMs: this.#typingIntervalMs,
+      pulse: async () => {
+        await (this.#client ?? client).rest.post(Routes.channelTyping(channelId));
+      },
+      onError: (error) =>
+        this.#logger.warn(
+          { error: toDiscordApiError("discord.send_failed", "Typing", error).message },
+          "typing failed",
+        ),
+    });
+    const stop = async (): Promise<void> => {
+      this.#typingStops.delete(stop);
+      await stopLoop();
+    };
+    this.#typingStops.add(stop);
+    if (!this.#running) await stop();
+    return stop;
+  }
+
+  /** `connecting` / `ready` / `error` (with the reason) / `disabled` after stop, and `lastEventAt`. */
+  status(): ChannelStatus {
+    return this.#status.snapshot(this.name);
+  }
+
+  /** Stops typing loops and retries and destroys the client (closing the gateway with 1000). */
+  async stop(): Promise<void> {
+    this.#running = false;
+    this.#abortLogin?.();
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
+    await Promise.all([...this.#typingStops].map((stop) => stop()));
+    const client = this.#client;
+    this.#client = undefined;
+    this.#status.set("disabled", "stopped");
+    await client?.destroy();
+    await this.#inbound;
+  }
+
+  async #connect(): Promise<void> {
+    this.#retryTimer = undefined;
+    this.#fatal = undefined;
+    const client = createDiscordClient(this.#apiBaseUrl);
+    this.#client = client;
+    this.#status.set("connecting", "logging in");
+    this.#wire(client);
+    const ready = waitForClientReady(client);
+    const attempt = (async () => {
+      await client.login(this.#token);
+      await ready.promise;
+    })();
+    // `stop()` during login must not leave `start()` waiting for a ready that never comes.
+    const stopped = new Promise<never>((_resolve, reject) => {
+      this.#abortLogin = () => reject(new Error("stopped while connecting"));
+    });
+    attempt.catch(() => {});
+    stopped.catch(() => {});
+    try {
+      await Promise.race([attempt, stopped]);
+      this.#retryAttempt = 0;
+    } catch (error) {
+      ready.cancel();
+      if (this.#client === client) this.#client = undefined;
+      await client.destroy();
+      if (this.#running) this.#loginFailed(error);
+    } finally {
+      this.#abortLogin = undefined;
+    }
+  }
+
+  #loginFailed(error: unknown): void {
+    const fatal = this.#fatal ?? fatalLoginError(error);
+    if (fatal !== undefined) {
+      this.#running = false;
+      this.#status.set("error", fatal.detail);
+      this.#logger.error({ code: fatal.code }, fatal.detail);
+      throw discordUserError(fatal.errorCode, fatal.detail, error);
+    }
+    const failure = toDiscordApiError("discord.connect_failed", "Connecting to Discord failed", error);
+    const delay = Math.min(this.#retryDelayMs * 2 ** this.#retryAttempt, MAX_RETRY_DELAY_MS);
+    this.#retryAttempt += 1;
+    this.#status.set("connecting", `${failure.message}; retrying in ${Math.ceil(delay / 1000)} s`);
+    this.#logger.warn({ error: failure.message, retryInMs: delay }, "discord login failed; will retry");
+    this.#retryTimer = setTimeout(() => {
+      this.#connect().catch((retryError: unknown) =>
+        this.#logger.error({ error: String(retryError) }, "discord reconnect gave up"),
+      );
+    }, delay);
+    this.#retryTimer.unref();
+  }
+
+  #wire(client: Client): void {
+    const current = () => this.#running && client === this.#client;
+    const ready = (detail?: string) => {
+      if (!current()) return;
+      this.#status.set("ready", detail);
+      this.#status.touch();
+    };
+    client.ws.on(GatewayDispatchEvents.MessageCreate, (data: unknown) => {
+      if (!current()) return;
+      const receivedAt = this.#status.touch();
+      this.#inbound = this.#inbound
+        .then(() => this.#deliver(client, data, receivedAt))
+        .catch((error: unknown) => this.#logger.error({ error: String(error) }, "discord message dropped"));
+    });
+    client.on(Events.ClientReady, (readyClient) => {
+      this.#logger.info(
+        { user: readyClient.user.tag, guilds: readyClient.guilds.cache.size },
+        "discord ready",
+      );
+      ready();
+    });
+    client.on(Events.ShardReady, () => ready());
+    client.on(Events.ShardResume, (_shard, replayed) => {
+      this.#logger.info({ replayed }, "discord gateway resumed");
+      ready();
+    });
+    client.on(Events.ShardReconnecting, () => {
+      if (!current()) return;
+      this.#status.set("connecting", "reconnecting to the gateway");
+      this.#logger.warn({}, "discord gateway connection lost; reconnecting");
+    });
+    client.on(Events.ShardDisconnect, (event) => {
+      const fatal = fatalClose(event.code) ?? {
+        code: event.code,
+        errorCode: "discord.gateway_refused",
+        detail: `Discord closed the gateway with code ${event.code} and discord.js will not reconnect.`,
+      };
+      if (!current()) return;
+      this.#fatal = fatal;
+      this.#status.set("error", fatal.detail);
+      this.#logger.error({ code: event.code }, fatal.detail);
+    });
+    client.on(Events.Invalidated, () => {
+      if (current()) this.#status.set("error", "Discord invalidated the session; restart the channel.");
+    });
+    client.on(Events.ShardError, (error) =>
+      this.#logger.warn({ error: error.message }, "discord shard error"),
+    );
+    client.on(Events.Error, (error) => this.#logger.error({ error: error.message }, "discord client error"));
+    client.on(Events.Warn, (message) => this.#logger.warn({}, `discord: ${message}`));
+    client.on(Events.Debug, (message) => this.#logger.debug({}, `discord: ${message}`));
+    client.rest.on(RESTEvents.RateLimited, (info) =>
+      this.#logger.warn(
+        {
+          route: info.route,
+          method: info.method,
+          retryAfterMs: info.retryAfter,
+          global: info.global,
+          scope: info.scope,
+        },
+        "discord rate limited; waiting before retrying",
+      ),
+    );
+  }
+
+  async #deliver(client: Client, data: unknown, receivedAt: number): Promise<void> {
+    const parsed = parseMessageCreate(data);
+    if (!parsed.ok) {
+      this.#logger.warn({ error: parsed.error }, "discord MESSAGE_CREATE payload not understood; dropped");
+      return;
+    }
+    const { message } = parsed;
+    const botUserId = client.user?.id;
+    if (botUserId === undefined || isNoise(message, botUserId)) return;
+    const location = await locateChannel(client, message.channel_id, message.guild_id);
+    const inbound = toInboundMessage(message, data, {
+      account: this.account,
+      botUserId,
+      botRoleIds: botRoleIds(client, message.guild_id, botUserId),
+      location,
+      receivedAt,
+    });
+    if (inbound === undefined || !this.#running) return;
+    if (location.kind === "dm") this.#dmChannels.set(message.author.id, message.channel_id);
+    try {
+      this.#onMessage?.(inbound);
+    } catch (error) {
+      this.#logger.error({ error: String(error), messageId: inbound.id }, "message handler threw");
+    }
+  }
+
+  async #openDm(client: Client, userId: string): Promise<string> {
+    const known = this.#dmChannels.get(userId);
+    if (known !== undefined) return known;
+    let answer: unknown;
+    try {
+      answer = await client.rest.post(Routes.userChannels(), { body: { recipient_id: userId } });
+    } catch (error) {
+      throw toDiscordApiError("discord.send_failed", `Opening a DM with Discord user ${userId}`, error);
+    }
+    const parsed = dmChannelSchema.safeParse(answer);
+    if (!parsed.success) {
+      throw toDiscordApiError(
+        "discord.send_failed",
+        "Opening a DM",
+        new Error("Discord answered without an id"),
+      );
+    }
+    this.#dmChannels.set(userId, parsed.data.id);
+    return parsed.data.id;
+  }
+
+  #requireClient(): Client {
+    if (this.#running && this.#client !== undefined) return this.#client;
+    throw discordUserError(
+      "discord.not_started",
+      `The Discord adapter is not connected (state ${this.#status.state}); start it first.`,
+    );
+  }
+}
+
+/** Creates the Discord channel adapter. Nothing connects until `start`. */
+export function createDiscordAdapter(config: DiscordAdapterConfig): DiscordAdapter {
+  return new DiscordAdapter(config);
+}

@@ -1,0 +1,100 @@
+import {
+  type Channel,
+  Client,
+  DiscordAPIError,
+  DiscordjsError,
+  DiscordjsErrorCodes,
+  Events,
+  GatewayIntentBits,
+  Options,
+  Partials,
+} from "discord.js";
+import type { FatalClose } from "./connection-status.js";
+import type { DiscordLocation } from "./types.js";
+
+/**
+ * Creates the discord.js client the adapter drives: the four intents it needs, `Partials.Channel` (without
+ * it discord.js drops DMs from uncached DM channels), no message/presence caches (the adapter reads raw
+ * MESSAGE_CREATE payloads, so caching them would only grow memory in a long-running server).
+ */
+export function createDiscordClient(apiBaseUrl: string): Client {
+  return new Client({
+    intents: [
+      GatewayIntentBits.Guilds,
+      GatewayIntentBits.GuildMessages,
+      GatewayIntentBits.DirectMessages,
+      GatewayIntentBits.MessageContent,
+    ],
+    partials: [Partials.Channel],
+    rest: { api: apiBaseUrl },
+    makeCache: Options.cacheWithLimits({
+      ...Options.DefaultMakeCacheSettings,
+      MessageManager: 0,
+      PresenceManager: 0,
+      ReactionManager: 0,
+    }),
+    // Model output may name users but never pings @everyone, @here or roles.
+    allowedMentions: { parse: ["users"], repliedUser: true },
+    failIfNotExists: false,
+  });
+}
+
+/** Resolves on the client's first ClientReady; `cancel` detaches the listener when login failed. */
+export function waitForClientReady(client: Client): { promise: Promise<void>; cancel: () => void } {
+  let cancel = (): void => {};
+  const promise = new Promise<void>((resolve) => {
+    const onReady = (): void => resolve();
+    client.once(Events.ClientReady, onReady);
+    cancel = () => client.off(Events.ClientReady, onReady);
+  });
+  return { promise, cancel };
+}
+
+/**
+ * The fatal meaning of a failed `client.login`, or `undefined` when retrying may help (network, 5xx).
+ * discord.js turns REST 401 on `GET /gateway/bot` into `TokenInvalid`; a gateway close 4004 arrives as
+ * a shard disconnect the adapter records before login rejects.
+ */
+export function fatalLoginError(error: unknown): FatalClose | undefined {
+  const tokenInvalid =
+    (error instanceof DiscordjsError && error.code === DiscordjsErrorCodes.TokenInvalid) ||
+    (error instanceof DiscordAPIError && error.status === 401);
+  if (!tokenInvalid) return undefined;
+  return {
+    code: 401,
+    errorCode: "discord.auth_failed",
+    detail:
+      "Discord rejected the bot token (HTTP 401 Unauthorized). " +
+      "Reset the token under Bot in the developer portal and update the Discord token setting.",
+  };
+}
+
+/** Where a message was said: a DM, a guild channel, or a thread (with its parent), from the cache or REST. */
+export async function locateChannel(
+  client: Client,
+  channelId: string,
+  guildId: string | undefined,
+): Promise<DiscordLocation> {
+  if (guildId === undefined) return { kind: "dm" };
+  let channel: Channel | null | undefined = client.channels.cache.get(channelId);
+  if (channel === undefined) channel = await client.channels.fetch(channelId).catch(() => null);
+  if (channel === null || channel === undefined) return { kind: "group" };
+  if (channel.isThread() && channel.parentId !== null) {
+    return { kind: "thread", parentId: channel.parentId, name: channel.name };
+  }
+  return "name" in channel && typeof channel.name === "string"
+    ? { kind: "group", name: channel.name }
+    : { kind: "group" };
+}
+
+/** Ids of the bot's managed role(s) in a guild (`<@&id>` of these addresses the bot). */
+export function botRoleIds(
+  client: Client,
+  guildId: string | undefined,
+  botUserId: string,
+): ReadonlySet<string> {
+  if (guildId === undefined) return new Set();
+  const roles = client.guilds.cache.get(guildId)?.roles.cache;
+  if (roles === undefined) return new Set();
+  return new Set(roles.filter((role) => role.tags?.botId === botUserId).map((role) => role.id));
+}

@@ -1,0 +1,309 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { parseJsonBody, readBody, sendJson } from "../http-io.js";
+import {
+  createDmBodySchema,
+  createMessageBodySchema,
+  invalidFormBody,
+  MAX_CONTENT_LENGTH,
+} from "./fake-discord-schemas.js";
+import {
+  channelPayload,
+  type FakeChannel,
+  type FakeDiscordWorld,
+  messagePayload,
+  userPayload,
+} from "./fake-discord-world.js";
+
+/** Every REST request the fake received, with the status it answered. */
+export interface RecordedRestRequest {
+  readonly method: string;
+  /** Path below `/api/v10`, e.g. `/channels/123/messages`. */
+  readonly path: string;
+  readonly status: number;
+  readonly body: unknown;
+  readonly at: number;
+}
+
+/** A message the bot posted and the fake accepted. */
+export interface FakeSentMessage {
+  readonly id: string;
+  readonly channelId: string;
+  readonly content: string;
+  /** The `message_reference` the bot sent (a reply), as given. */
+  readonly messageReference?: {
+    readonly message_id: string;
+    readonly channel_id?: string;
+    readonly guild_id?: string;
+    readonly fail_if_not_exists?: boolean;
+  };
+  readonly allowedMentions?: unknown;
+  /** The full message object the fake answered with (and dispatched as MESSAGE_CREATE). */
+  readonly message: Record<string, unknown>;
+  readonly at: number;
+}
+
+/** One `POST /channels/:id/typing`. */
+export interface FakeTypingCall {
+  readonly channelId: string;
+  readonly at: number;
+}
+
+/** One 429 the fake answered because a test asked for it. */
+export interface FakeRateLimitHit {
+  readonly method: string;
+  readonly path: string;
+  readonly retryAfterSeconds: number;
+  readonly at: number;
+}
+
+/** What the REST half needs from the rest of the fake. */
+export interface FakeRestDependencies {
+  readonly world: FakeDiscordWorld;
+  readonly token: () => string;
+  readonly gatewayUrl: () => string;
+  readonly channel: (id: string) => FakeChannel | undefined;
+  readonly openDm: (recipientId: string) => FakeChannel;
+  readonly message: (id: string) => Record<string, unknown> | undefined;
+  readonly nextId: () => string;
+  /** Called after the fake accepted a message from the bot (stores it and echoes MESSAGE_CREATE). */
+  readonly created: (message: Record<string, unknown>) => void;
+}
+
+/** The REST half of the fake, under `/api/v10`. */
+export interface FakeRest {
+  handle(request: IncomingMessage, response: ServerResponse): Promise<void>;
+  /** The next request matching `route` gets 429 with `Retry-After` (fractional seconds keep tests fast). */
+  rateLimitNext(route: string, retryAfterSeconds: number, options?: { readonly global?: boolean }): void;
+  /** The next `times` requests matching `route` get `status` (e.g. 503) with a Discord-shaped error body. */
+  failNext(route: string, status: number, times?: number): void;
+  requests(): readonly RecordedRestRequest[];
+  sent(): readonly FakeSentMessage[];
+  typing(): readonly FakeTypingCall[];
+  rateLimits(): readonly FakeRateLimitHit[];
+}
+
+interface Trap {
+  readonly matches: (method: string, path: string) => boolean;
+  readonly respond: (method: string, path: string, response: ServerResponse) => void;
+  remaining: number;
+}
+
+/**
+ * Compiles `"POST /channels/:id/messages"` or `"/channels/123/typing"` (any method) into a matcher;
+ * `:name` segments match one path segment.
+ */
+export function compileRoute(route: string): (method: string, path: string) => boolean {
+  const match = /^(?:([A-Z]+)\s+)?(\/.*)$/.exec(route.trim());
+  if (!match)
+    throw new RangeError(`fake discord: route must look like "POST /channels/:id/messages": ${route}`);
+  const [, method, pattern = ""] = match;
+  const source = pattern
+    .split("/")
+    .map((segment) => (segment.startsWith(":") ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+    .join("/");
+  const regex = new RegExp(`^${source}$`);
+  return (requestMethod, path) => (method === undefined || method === requestMethod) && regex.test(path);
+}
+
+/** Creates the REST handler: gateway info, users, channels, messages (with Discord's 2000-char rule), typing. */
+export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
+  const { world } = dependencies;
+  const requestRecords: RecordedRestRequest[] = [];
+  const sentRecords: FakeSentMessage[] = [];
+  const typingRecords: FakeTypingCall[] = [];
+  const rateLimitRecords: FakeRateLimitHit[] = [];
+  const traps: Trap[] = [];
+
+  type Reply = { status: number; body?: unknown };
+  const notFound = (what: string, code: number): Reply => ({
+    status: 404,
+    body: { message: `Unknown ${what}`, code },
+  });
+
+  function createMessage(channelId: string, body: unknown): Reply {
+    const channel = dependencies.channel(channelId);
+    if (channel === undefined) return notFound("Channel", 10003);
+    const parsed = createMessageBodySchema.safeParse(body);
+    if (!parsed.success) {
+      return { status: 400, body: invalidFormBody("_errors", "INVALID_FORM_BODY", parsed.error.message) };
+    }
+    const { content = "", message_reference: reference, embeds = [] } = parsed.data;
+    if (content.length > MAX_CONTENT_LENGTH) {
+      return {
+        status: 400,
+        body: invalidFormBody("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length."),
+      };
+    }
+    if (content.trim() === "" && embeds.length === 0) {
+      return { status: 400, body: { message: "Cannot send an empty message", code: 50006 } };
+    }
+    let replyTo: Record<string, unknown> | undefined;
+    if (reference !== undefined) {
+      replyTo = dependencies.message(reference.message_id);
+      if (replyTo !== undefined && replyTo.channel_id !== channelId) {
+        return {
+          status: 400,
+          body: invalidFormBody(
+            "message_reference",
+            "MESSAGE_REFERENCE_INVALID_CHANNEL",
+            "Cannot reply to a message in another channel.",
+          ),
+        };
+      }
+      if (replyTo === undefined && reference.fail_if_not_exists !== false) {
+        return {
+          status: 400,
+          body: invalidFormBody("message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message"),
+        };
+      }
+    }
+    const message = messagePayload({
+      id: dependencies.nextId(),
+      channel,
+      author: world.botUser,
+      authorRoles: [world.ids.botRole],
+      guildId: world.ids.guild,
+      content,
+      ...(replyTo === undefined ? {} : { replyTo }),
+      ...(parsed.data.nonce === undefined ? {} : { nonce: parsed.data.nonce }),
+    });
+    sentRecords.push({
+      id: String(message.id),
+      channelId,
+      content,
+      ...(reference === undefined ? {} : { messageReference: reference }),
+      ...(parsed.data.allowed_mentions === undefined
+        ? {}
+        : { allowedMentions: parsed.data.allowed_mentions }),
+      message,
+      at: Date.now(),
+    });
+    dependencies.created(message);
+    return { status: 200, body: message };
+  }
+
+  function route(method: string, path: string, body: unknown): Reply {
+    if (method === "GET" && path === "/gateway/bot") {
+      return {
+        status: 200,
+        body: {
+          url: dependencies.gatewayUrl(),
+          shards: 1,
+          session_start_limit: { total: 1000, remaining: 999, reset_after: 14_400_000, max_concurrency: 1 },
+        },
+      };
+    }
+    if (method === "GET" && path === "/gateway")
+      return { status: 200, body: { url: dependencies.gatewayUrl() } };
+    if (method === "GET" && path === "/users/@me") {
+      return {
+        status: 200,
+        body: { ...userPayload(world.botUser), verified: true, mfa_enabled: false, flags: 0 },
+      };
+    }
+    if (method === "POST" && path === "/users/@me/channels") {
+      const parsed = createDmBodySchema.safeParse(body);
+      if (!parsed.success) {
+        return {
+          status: 400,
+          body: invalidFormBody("recipient_id", "BASE_TYPE_REQUIRED", "This field is required"),
+        };
+      }
+      return { status: 200, body: channelPayload(dependencies.openDm(parsed.data.recipient_id), world) };
+    }
+    const channelMatch = /^\/channels\/(\d+)(\/messages|\/typing)?$/.exec(path);
+    if (channelMatch) {
+      const [, channelId = "", rest] = channelMatch;
+      if (method === "GET" && rest === undefined) {
+        const channel = dependencies.channel(channelId);
+        return channel === undefined
+          ? notFound("Channel", 10003)
+          : { status: 200, body: channelPayload(channel, world) };
+      }
+      if (method === "POST" && rest === "/messages") return createMessage(channelId, body);
+      if (method === "POST" && rest === "/typing") {
+        if (dependencies.channel(channelId) === undefined) return notFound("Channel", 10003);
+        typingRecords.push({ channelId, at: Date.now() });
+        return { status: 204 };
+      }
+    }
+    return { status: 404, body: { message: "404: Not Found", code: 0 } };
+  }
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const method = request.method ?? "GET";
+    const url = new URL(request.url ?? "/", "http://127.0.0.1");
+    const text = await readBody(request);
+    const { value: body } = parseJsonBody(text);
+    const path = url.pathname.startsWith("/api/v10/") ? url.pathname.slice("/api/v10".length) : url.pathname;
+    const record = (status: number) => requestRecords.push({ method, path, status, body, at: Date.now() });
+    if (!url.pathname.startsWith("/api/v10/")) {
+      record(404);
+      sendJson(response, 404, { message: "404: Not Found", code: 0 });
+      return;
+    }
+    if (request.headers.authorization !== `Bot ${dependencies.token()}`) {
+      record(401);
+      sendJson(response, 401, { message: "401: Unauthorized", code: 0 });
+      return;
+    }
+    const trap = traps.find((candidate) => candidate.remaining > 0 && candidate.matches(method, path));
+    if (trap !== undefined) {
+      trap.remaining -= 1;
+      if (trap.remaining === 0) traps.splice(traps.indexOf(trap), 1);
+      trap.respond(method, path, response);
+      record(response.statusCode);
+      return;
+    }
+    const reply = route(method, path, body);
+    record(reply.status);
+    if (reply.body === undefined) {
+      response.writeHead(reply.status);
+      response.end();
+    } else {
+      sendJson(response, reply.status, reply.body);
+    }
+  }
+
+  return {
+    handle,
+    rateLimitNext(routeText, retryAfterSeconds, options = {}) {
+      const global = options.global === true;
+      traps.push({
+        matches: compileRoute(routeText),
+        remaining: 1,
+        respond(method, path, response) {
+          rateLimitRecords.push({ method, path, retryAfterSeconds, at: Date.now() });
+          const seconds = String(retryAfterSeconds);
+          sendJson(
+            response,
+            429,
+            { message: "You are being rate limited.", retry_after: retryAfterSeconds, global },
+            {
+              "retry-after": seconds,
+              "x-ratelimit-limit": "5",
+              "x-ratelimit-remaining": "0",
+              "x-ratelimit-reset-after": seconds,
+              "x-ratelimit-bucket": "fake-bucket",
+              "x-ratelimit-scope": global ? "global" : "user",
+              ...(global ? { "x-ratelimit-global": "true" } : {}),
+            },
+          );
+        },
+      });
+    },
+    failNext(routeText, status, times = 1) {
+      traps.push({
+        matches: compileRoute(routeText),
+        remaining: times,
+        respond(_method, _path, response) {
+          sendJson(response, status, { message: `fake discord: injected ${status}`, code: 0 });
+        },
+      });
+    },
+    requests: () => [...requestRecords],
+    sent: () => [...sentRecords],
+    typing: () => [...typingRecords],
+    rateLimits: () => [...rateLimitRecords],
+  };
+}

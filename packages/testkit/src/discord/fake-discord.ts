@@ -1,0 +1,277 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { WebSocketServer } from "ws";
+import { sendJson } from "../http-io.js";
+import { createFakeGateway, type RecordedIdentify } from "./fake-discord-gateway.js";
+import {
+  createFakeRest,
+  type FakeRateLimitHit,
+  type FakeSentMessage,
+  type FakeTypingCall,
+  type RecordedRestRequest,
+} from "./fake-discord-rest.js";
+import {
+  createFakeDiscordWorld,
+  createSnowflakeGenerator,
+  FAKE_DISCORD_TOKEN,
+  type FakeChannel,
+  type FakeDiscordUser,
+  type FakeDiscordWorld,
+  guildCreatePayload,
+  messagePayload,
+  readyPayload,
+} from "./fake-discord-world.js";
+
+/** Options of {@link startFakeDiscord}. */
+export interface FakeDiscordOptions {
+  /** The bot token the fake accepts; default {@link FAKE_DISCORD_TOKEN}. */
+  readonly token?: string;
+  /** `heartbeat_interval` sent in HELLO; default 500 ms (Discord's is ~41 s). */
+  readonly heartbeatIntervalMs?: number;
+  /** False refuses IDENTIFY with MESSAGE_CONTENT (close 4014), as when the portal toggle is off; default true. */
+  readonly privilegedIntents?: boolean;
+  /** Dispatch MESSAGE_CREATE for the bot's own posts too, as Discord does; default true. */
+  readonly echoOwnMessages?: boolean;
+}
+
+/** An attachment on a dispatched message. */
+export interface FakeAttachmentInput {
+  readonly filename: string;
+  readonly contentType?: string;
+  readonly size?: number;
+}
+
+/** A message a user "types", for {@link FakeDiscord.dispatchMessage}. */
+export interface FakeMessageInput {
+  /** Where it is said: the DM with the bot, `#general`, or the thread under it. */
+  readonly where: "dm" | "channel" | "thread";
+  readonly content: string;
+  /** Default: the world's human user. */
+  readonly author?: FakeDiscordUser;
+  /** Prefixes the content with a mention of the bot: `<@id>` (user), `<@!id>` (nickname) or `<@&role>` (role). */
+  readonly mention?: "user" | "nickname" | "role";
+  /** Other users mentioned (`<@id>` must be in `content` already; this fills `mentions[]`). */
+  readonly mentions?: readonly FakeDiscordUser[];
+  /** Makes this a reply to that message object (e.g. `fake.sent()[0].message`). */
+  readonly replyTo?: Record<string, unknown>;
+  /** Whether the reply pings the replied-to author (Discord then lists them in `mentions`); default true. */
+  readonly replyPing?: boolean;
+  readonly attachments?: readonly FakeAttachmentInput[];
+}
+
+/** A dispatch the fake sent (per session it gets its own sequence number). */
+export interface FakeGatewayEvent {
+  readonly t: string;
+  readonly d: Record<string, unknown>;
+}
+
+/** A running fake Discord: REST under `/api/v10` and the gateway, on one port of 127.0.0.1. */
+export interface FakeDiscord {
+  /** `http://127.0.0.1:PORT/api`, for discord.js `rest.api`. */
+  readonly apiUrl: string;
+  /** `ws://127.0.0.1:PORT`, what `GET /gateway/bot` returns. */
+  readonly gatewayUrl: string;
+  /** The token the fake currently accepts. */
+  token(): string;
+  readonly world: FakeDiscordWorld;
+  /** Sends MESSAGE_CREATE as a user would, and returns the event (for {@link FakeDiscord.redeliver}). */
+  dispatchMessage(input: FakeMessageInput): FakeGatewayEvent;
+  /** Sends an event's payload again under a new sequence number (Discord's at-least-once delivery). */
+  redeliver(event: FakeGatewayEvent): void;
+  /** Sends any dispatch event. */
+  dispatch(t: string, d: Record<string, unknown>): FakeGatewayEvent;
+  /**
+   * Closes the bot's connections with `code` (default 4000: the client resumes). 1000 makes it identify
+   * anew; 1006 cuts the socket without a close frame.
+   */
+  dropConnection(code?: number): void;
+  /** The next RESUME gets op 9 `d: false`, so the client must IDENTIFY again. */
+  invalidateNextResume(): void;
+  /** Makes the current token invalid (as resetting it in the portal does): REST 401, IDENTIFY/RESUME 4004. */
+  revokeToken(): void;
+  /** The next request matching `route` (e.g. `"POST /channels/:id/messages"`) gets 429 + Retry-After. */
+  rateLimitNext(route: string, retryAfterSeconds: number, options?: { readonly global?: boolean }): void;
+  /** The next `times` requests matching `route` get HTTP `status`. */
+  failNext(route: string, status: number, times?: number): void;
+  /** Every message the bot posted and the fake accepted. */
+  sent(): readonly FakeSentMessage[];
+  typing(): readonly FakeTypingCall[];
+  requests(): readonly RecordedRestRequest[];
+  rateLimits(): readonly FakeRateLimitHit[];
+  /** Every event dispatched through the helpers, echoes of the bot's posts included. */
+  events(): readonly FakeGatewayEvent[];
+  /** Accepted IDENTIFYs. */
+  identifies(): number;
+  /** Every IDENTIFY, refused ones included, with the intents asked for. */
+  identifyAttempts(): readonly RecordedIdentify[];
+  /** Accepted RESUMEs. */
+  resumes(): number;
+  /** Open gateway connections that identified or resumed. */
+  activeConnections(): number;
+  close(): Promise<void>;
+}
+
+/** Starts a fake Discord (REST + gateway) on a random port of 127.0.0.1. */
+export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promise<FakeDiscord> {
+  const world = createFakeDiscordWorld();
+  const { ids } = world;
+  const nextId = createSnowflakeGenerator();
+  let token = options.token ?? FAKE_DISCORD_TOKEN;
+  const echo = options.echoOwnMessages ?? true;
+  const channels = new Map<string, FakeChannel>([
+    [ids.channel, { type: "text", id: ids.channel, name: "general" }],
+    [ids.thread, { type: "thread", id: ids.thread, name: "a-thread", parentId: ids.channel }],
+    [ids.dmChannel, { type: "dm", id: ids.dmChannel, recipient: world.user }],
+  ]);
+  const messages = new Map<string, Record<string, unknown>>();
+  const eventRecords: FakeGatewayEvent[] = [];
+  let gatewayUrl = "";
+
+  const openDm = (recipientId: string): FakeChannel => {
+    for (const channel of channels.values()) {
+      if (channel.type === "dm" && channel.recipient.id === recipientId) return channel;
+    }
+    const known = [world.user, world.otherBot].find((user) => user.id === recipientId);
+    const channel: FakeChannel = {
+      type: "dm",
+      id: nextId(),
+      recipient: known ?? { id: recipientId, username: `user-${recipientId}` },
+    };
+    channels.set(channel.id, channel);
+    return channel;
+  };
+
+  const gateway = createFakeGateway({
+    heartbeatIntervalMs: options.heartbeatIntervalMs ?? 500,
+    token: () => token,
+    privilegedIntents: options.privilegedIntents ?? true,
+    url: () => gatewayUrl,
+    ready: (sessionId) => readyPayload(world, sessionId, gatewayUrl),
+    afterReady: () => [{ t: "GUILD_CREATE", d: guildCreatePayload(world, [...channels.values()]) }],
+  });
+
+  const dispatch = (t: string, d: Record<string, unknown>): FakeGatewayEvent => {
+    const event = { t, d };
+    eventRecords.push(event);
+    gateway.dispatch(t, d);
+    return event;
+  };
+
+  const rest = createFakeRest({
+    world,
+    token: () => token,
+    gatewayUrl: () => gatewayUrl,
+    channel: (id) => channels.get(id),
+    openDm,
+    message: (id) => messages.get(id),
+    nextId,
+    created(message) {
+      messages.set(String(message.id), message);
+      if (echo) setImmediate(() => dispatch("MESSAGE_CREATE", message));
+    },
+  });
+
+  const server = createServer((request, response) => {
+    rest.handle(request, response).catch((error: unknown) => {
+      sendJson(response, 500, { message: `fake discord: ${String(error)}`, code: 0 });
+    });
+  });
+  const sockets = new WebSocketServer({ server });
+  sockets.on("connection", (socket) => gateway.accept(socket));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  gatewayUrl = `ws://127.0.0.1:${port}`;
+
+  const channelFor = (input: FakeMessageInput, author: FakeDiscordUser): FakeChannel => {
+    if (input.where === "dm") return openDm(author.id);
+    const channel = channels.get(input.where === "thread" ? ids.thread : ids.channel);
+    if (channel === undefined) throw new Error("fake discord: world channel missing");
+    return channel;
+  };
+
+  return {
+    apiUrl: `http://127.0.0.1:${port}/api`,
+    gatewayUrl,
+    token: () => token,
+    world,
+    dispatchMessage(input) {
+      const author = input.author ?? world.user;
+      const mention = botMention(input.mention, world);
+      const repliedAuthor = replyAuthor(input.replyTo, world);
+      const pinged = input.replyPing !== false && repliedAuthor !== undefined ? [repliedAuthor] : [];
+      const channel = channelFor(input, author);
+      const message = messagePayload({
+        id: nextId(),
+        channel,
+        author,
+        guildId: ids.guild,
+        content: `${mention.prefix}${input.content}`,
+        mentions: [...mention.users, ...(input.mentions ?? []), ...pinged],
+        mentionRoles: mention.roles,
+        attachments: (input.attachments ?? []).map((attachment) => {
+          const id = nextId();
+          const url = `https://cdn.discordapp.com/attachments/${channel.id}/${id}/${attachment.filename}`;
+          return {
+            id,
+            filename: attachment.filename,
+            size: attachment.size ?? 1024,
+            url,
+            proxy_url: url.replace("cdn.discordapp.com", "media.discordapp.net"),
+            ...(attachment.contentType === undefined ? {} : { content_type: attachment.contentType }),
+          };
+        }),
+        ...(input.replyTo === undefined ? {} : { replyTo: input.replyTo }),
+      });
+      messages.set(String(message.id), message);
+      return dispatch("MESSAGE_CREATE", message);
+    },
+    redeliver(event) {
+      dispatch(event.t, event.d);
+    },
+    dispatch,
+    dropConnection(code = 4000) {
+      gateway.drop(code);
+    },
+    invalidateNextResume: () => gateway.invalidateNextResume(),
+    revokeToken() {
+      token = `${token}-revoked`;
+    },
+    rateLimitNext: (route, seconds, rateOptions) => rest.rateLimitNext(route, seconds, rateOptions),
+    failNext: (route, status, times) => rest.failNext(route, status, times),
+    sent: () => rest.sent(),
+    typing: () => rest.typing(),
+    requests: () => rest.requests(),
+    rateLimits: () => rest.rateLimits(),
+    events: () => [...eventRecords],
+    identifies: () => gateway.identifies().filter((attempt) => attempt.accepted).length,
+    identifyAttempts: () => gateway.identifies(),
+    resumes: () => gateway.resumes(),
+    activeConnections: () => gateway.activeConnections(),
+    async close() {
+      gateway.close();
+      await new Promise<void>((resolve) => sockets.close(() => resolve()));
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function botMention(kind: FakeMessageInput["mention"], world: FakeDiscordWorld) {
+  const { ids, botUser } = world;
+  switch (kind) {
+    case "user":
+      return { prefix: `<@${ids.bot}> `, users: [botUser], roles: [] };
+    case "nickname":
+      return { prefix: `<@!${ids.bot}> `, users: [botUser], roles: [] };
+    case "role":
+      return { prefix: `<@&${ids.botRole}> `, users: [], roles: [ids.botRole] };
+    default:
+      return { prefix: "", users: [], roles: [] };
+  }
+}
+
+function replyAuthor(message: Record<string, unknown> | undefined, world: FakeDiscordWorld) {
+  const author: unknown = message?.author;
+  const authorId = typeof author === "object" && author !== null && "id" in author ? author.id : undefined;
+  return [world.botUser, world.user, world.otherBot].find((user) => user.id === authorId);
+}

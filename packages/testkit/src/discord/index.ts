@@ -1,0 +1,23 @@
+export {
+  type FakeAttachmentInput,
+  type FakeDiscord,
+  type FakeDiscordOptions,
+  type FakeGatewayEvent,
+  type FakeMessageInput,
+  startFakeDiscord,
+} from "./fake-discord.js";
+export { GatewayClose, type RecordedIdentify } from "./fake-discord-gateway.js";
+export type {
+  FakeRateLimitHit,
+  FakeSentMessage,
+  FakeTypingCall,
+  RecordedRestRequest,
+} from "./fake-discord-rest.js";
+export { MAX_CONTENT_LENGTH, MESSAGE_CONTENT_INTENT } from "./fake-discord-schemas.js";
+export {
+  FAKE_DISCORD_TOKEN,
+  type FakeDiscordIds,
+  type FakeDiscordUser,
+  type FakeDiscordWorld,
+} from "./fake-discord-world.js";
+export { type WaitUntilOptions, waitUntil } from "./wait-until.js";
