@@ -5,8 +5,10 @@ import type { Logger as PinoLogger } from "pino";
 import type { AlmanacConfig } from "./config/config-schema.js";
 import { installBearerAuth } from "./http/auth.js";
 import { errorBody, installErrorHandler } from "./http/http-errors.js";
+import type { MemoryServices } from "./memory-services.js";
 import type { ServerMetrics } from "./metrics.js";
 import { registerAdminRoutes, type ServerInfo } from "./routes/admin-routes.js";
+import { registerMemoryRoutes } from "./routes/memory-routes.js";
 import { registerOpenAIRoutes } from "./routes/openai-routes.js";
 import type { SessionManager } from "./runtime/session-manager.js";
 
@@ -18,6 +20,7 @@ export interface AppDependencies {
   readonly sessions: SessionManager;
   readonly metrics: ServerMetrics;
   readonly info: () => ServerInfo;
+  readonly memory: MemoryServices;
   /** Status of every chat channel (for `GET /api/channels`). */
   readonly channels: () => ChannelStatus[];
   /** True once shutdown began: new requests get 503. */
@@ -94,5 +97,6 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   );
   registerOpenAIRoutes(app, deps.sessions);
   registerAdminRoutes(app, deps.sessions, deps.info);
+  registerMemoryRoutes(app, deps.memory);
   return app;
 }

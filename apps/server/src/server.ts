@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { createAgent, createHookRegistry, createToolkit, createWorkspaceFileTools } from "@almanac/agent";
 import { createTokenCounter } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
+import { MEMORY_GUIDE } from "@almanac/memory";
 import type { FastifyInstance } from "fastify";
 import type pino from "pino";
 import { buildApp } from "./app.js";
@@ -13,6 +14,7 @@ import type { AlmanacConfig } from "./config/config-schema.js";
 import { loadConfig, missingModelSettings, redactConfig } from "./config/load-config.js";
 import { ensureAdminToken } from "./http/admin-token.js";
 import { createLogger } from "./logger.js";
+import { createMemoryServices } from "./memory-services.js";
 import { createMetrics } from "./metrics.js";
 import type { ServerInfo } from "./routes/admin-routes.js";
 import { type AgentRuntime, SessionManager } from "./runtime/session-manager.js";
@@ -77,13 +79,13 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     loadedSessions: () => sessions?.loadedCount() ?? 0,
   });
   const missing = missingModelSettings(config);
-  const systemPrompt = config.agent.systemPrompt ?? DEFAULT_SYSTEM_PROMPT;
-  let runtime: AgentRuntime | undefined;
-  if (missing.length === 0) {
-    const modelName = config.model.name as string;
-    const model = createOpenAIChatModel({
+  const basePrompt = config.agent.systemPrompt ?? DEFAULT_SYSTEM_PROMPT;
+  const tokenCounter = createTokenCounter();
+  /** A chat model on the configured endpoint (the compaction and summarizer models may use other names). */
+  const modelNamed = (modelName: string) =>
+    createOpenAIChatModel({
       baseURL: config.model.baseUrl as string,
-      apiKey: config.model.apiKey ?? "not-needed",
+      apiKey: config.model.apiKey ?? "",
       model: modelName,
       headers: config.model.headers,
       contextWindow: config.model.contextWindow,
@@ -96,18 +98,29 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
         metrics.modelTokens.inc({ model: modelName, kind: "completion" }, usage.completionTokens);
       },
     });
+  const model = missing.length === 0 ? modelNamed(config.model.name as string) : undefined;
+  const memory = await createMemoryServices({
+    config,
+    summarizerModel:
+      model && config.memory.summarizerModel ? modelNamed(config.memory.summarizerModel) : model,
+    tokenCounter,
+    logger,
+  });
+  let runtime: AgentRuntime | undefined;
+  if (model) {
     const toolkit = createToolkit(createWorkspaceFileTools({ root: workspace }));
     runtime = {
-      modelName,
-      systemPrompt,
-      createAgent: () =>
+      modelName: model.modelName,
+      systemPrompt: (memoryContext) =>
+        [basePrompt, MEMORY_GUIDE, memoryContext].filter((part) => part !== "").join("\n\n"),
+      createAgent: (turn) =>
         createAgent({
           model,
           toolkit,
           hooks: createHookRegistry(),
-          systemPrompt,
+          systemPrompt: turn.systemPrompt,
           maxIterations: config.agent.maxIterations,
-          logger,
+          logger: logger.child({ sessionKey: turn.sessionKey }),
         }),
     };
   } else {
@@ -117,7 +130,6 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     );
   }
 
-  const tokenCounter = createTokenCounter();
   sessions = new SessionManager({
     store: createSessionStore({ dir: join(config.home, "sessions"), logger }),
     scheduler,
@@ -131,6 +143,17 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
       contextWindow: config.model.contextWindow,
     },
     logger,
+    lifecycle: {
+      sessionContext: () => memory.memoryContext(),
+      sessionEnded: (key, messages) => memory.enqueue(key, "new-session", messages),
+      statusLines: async () => {
+        if (!memory.queue) return [];
+        const stats = await memory.queue.stats();
+        return [
+          `Summarizer queue: ${stats.pending} pending, ${stats.running} running, ${stats.parked} parked${stats.parked > 0 ? " (see /api/summarizer/jobs)" : ""}`,
+        ];
+      },
+    },
     observer: {
       turnEnded: (channel, outcome, seconds) => {
         metrics.turns.inc({ channel, outcome });
@@ -172,6 +195,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     sessions,
     metrics,
     info,
+    memory,
     channels: () => hub.statuses(),
     isShuttingDown: () => shuttingDown,
   });
@@ -190,6 +214,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
       const drained = await scheduler.close({ deadlineMs: config.shutdown.deadlineMs });
       logger.info(drained, "turns drained");
       await hub.stop(2_000);
+      await memory.stop(config.shutdown.deadlineMs);
       sessions?.close();
       await app.close();
       logger.info({}, "stopped");

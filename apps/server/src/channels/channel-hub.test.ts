@@ -98,7 +98,7 @@ beforeEach(async () => {
     scheduler: createLaneScheduler({ maxConcurrent: 2, laneCapacity: 4 }),
     runtime: {
       modelName: "echo",
-      systemPrompt: "test",
+      systemPrompt: () => "test",
       createAgent: () => createAgent({ model: new EchoModel(), systemPrompt: "test" }),
     },
     missingModelSettings: [],

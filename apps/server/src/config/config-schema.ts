@@ -173,6 +173,47 @@ export const configSchema = z.strictObject({
       }),
     })
     .prefault({}),
+  memory: z
+    .strictObject({
+      timeZone: setting(
+        z
+          .string()
+          .refine(
+            (zone) => {
+              try {
+                new Intl.DateTimeFormat("en", { timeZone: zone });
+                return true;
+              } catch {
+                return false;
+              }
+            },
+            { error: "expected an IANA time zone such as Asia/Shanghai or Europe/Berlin" },
+          )
+          .optional(),
+        {
+          env: "ALMANAC_TIME_ZONE",
+          description: "Time zone of the daily logs (memory/YYYY-MM-DD.md). Unset: the server's zone.",
+          example: "Asia/Shanghai",
+        },
+      ),
+      contextTokens: setting(z.number().int().min(0).default(2000), {
+        env: "ALMANAC_MEMORY_CONTEXT_TOKENS",
+        description:
+          "Budget for the excerpt of MEMORY.md and today's/yesterday's logs loaded into the system prompt.",
+      }),
+      summarizerModel: setting(z.string().min(1).optional(), {
+        env: "ALMANAC_SUMMARIZER_MODEL",
+        description:
+          "Model (on the same endpoint) that merges compacted turns into the daily logs. Unset: the chat model.",
+        example: "gpt-4.1-mini",
+      }),
+      summarizerMaxAttempts: setting(z.number().int().min(1).max(20).default(3), {
+        env: "ALMANAC_SUMMARIZER_MAX_ATTEMPTS",
+        description:
+          "Attempts per summarizer job before it is parked (visible in /api/summarizer/jobs; retry there).",
+      }),
+    })
+    .prefault({}),
   channels: z
     .strictObject({
       discord: z

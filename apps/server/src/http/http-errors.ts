@@ -22,6 +22,12 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = {
   "agent.aborted": 499,
   "llm.context_length": 502,
   "route.not_found": 404,
+  "memory.path_refused": 400,
+  "memory.not_found": 404,
+  "memory.conflict": 409,
+  "memory.shrink_refused": 409,
+  "summarizer.job_not_found": 404,
+  "summarizer.job_not_parked": 409,
 };
 
 /** OpenAI-style error body, used by /v1 and /api alike so every client can parse it. */

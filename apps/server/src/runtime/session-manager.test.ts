@@ -62,7 +62,7 @@ function createManager(queueLimit = 4): SessionManager {
     scheduler: createLaneScheduler({ maxConcurrent: 4, laneCapacity: queueLimit }),
     runtime: {
       modelName: "counting",
-      systemPrompt: "test",
+      systemPrompt: () => "test",
       createAgent: () => createAgent({ model, systemPrompt: "test" }),
     },
     missingModelSettings: [],

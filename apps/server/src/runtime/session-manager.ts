@@ -20,8 +20,19 @@ import { type ChatCommand, HELP_TEXT, parseCommand } from "./commands.js";
 /** Builds the agent for one turn; absent when no model is configured. */
 export interface AgentRuntime {
   readonly modelName: string;
-  readonly systemPrompt: string;
-  createAgent(): Agent;
+  /** The system prompt of a session, given the memory excerpt loaded when the session started. */
+  systemPrompt(memoryContext: string): string;
+  createAgent(turn: { readonly sessionKey: string; readonly systemPrompt: string }): Agent;
+}
+
+/** Optional integrations with long-term memory (the summarizer queue, the memory files). */
+export interface SessionLifecycle {
+  /** The memory excerpt for a session's system prompt, computed when the session is loaded. */
+  sessionContext?(sessionKey: string): Promise<string>;
+  /** Called with every message of a conversation that `/new` is about to archive (before archiving). */
+  sessionEnded?(sessionKey: string, messages: readonly Message[]): Promise<void>;
+  /** Extra lines for `/status` (e.g. the summarizer queue). */
+  statusLines?(): Promise<string[]>;
 }
 
 /** Counts turns for metrics; every callback is optional. */
@@ -46,6 +57,7 @@ export interface SessionManagerOptions {
   readonly logger?: Logger;
   readonly clock?: () => number;
   readonly observer?: TurnObserver;
+  readonly lifecycle?: SessionLifecycle;
 }
 
 /** One turn to run: the inbound message and how the caller wants the answer. */
@@ -80,6 +92,8 @@ export interface SessionDetail {
 interface LoadedSession {
   readonly key: string;
   readonly createdAt: number;
+  /** Fixed for the session's life in memory, so the prompt prefix stays stable (and cacheable). */
+  systemPrompt: string;
   memory: WorkingMemory;
   stats: SessionStats;
   lastUsed: number;
@@ -185,14 +199,16 @@ export class SessionManager {
     const signals = [laneSignal, timeout];
     if (request.signal) signals.push(request.signal);
     try {
-      const result = await runtime.createAgent().run({
-        memory: session.memory,
-        signal: AbortSignal.any(signals),
-        ...(request.stream ? { stream: true } : {}),
-        onEvent: (event) => {
-          if (event.type === "text-delta") request.onTextDelta?.(event.text);
-        },
-      });
+      const result = await runtime
+        .createAgent({ sessionKey: session.key, systemPrompt: session.systemPrompt })
+        .run({
+          memory: session.memory,
+          signal: AbortSignal.any(signals),
+          ...(request.stream ? { stream: true } : {}),
+          onEvent: (event) => {
+            if (event.type === "text-delta") request.onTextDelta?.(event.text);
+          },
+        });
       session.stats = { ...session.stats, turns: session.stats.turns + 1 };
       const text = result.reply.content
         .filter((block) => block.type === "text")
@@ -228,13 +244,16 @@ export class SessionManager {
       case "help":
         return reply(HELP_TEXT);
       case "new": {
+        await this.#options.lifecycle?.sessionEnded?.(session.key, await this.#transcript(session.key));
         const archived = await this.#options.store.archive(session.key);
         this.#sessions.delete(session.key);
         this.#logger.info({ sessionKey: session.key, archived }, "session reset by /new");
         return reply("Started a new conversation. The previous one is archived with its full transcript.");
       }
       case "status":
-        return reply(this.#statusText(session));
+        return reply(
+          [this.#statusText(session), ...((await this.#options.lifecycle?.statusLines?.()) ?? [])].join("\n"),
+        );
       case "history":
         return reply(this.#historyText(session));
       case "compact":
@@ -244,12 +263,23 @@ export class SessionManager {
     }
   }
 
-  #systemPrompt(): string {
-    return this.#options.runtime?.systemPrompt ?? "";
+  async #systemPromptFor(key: string): Promise<string> {
+    const runtime = this.#options.runtime;
+    if (!runtime) return "";
+    let context = "";
+    try {
+      context = (await this.#options.lifecycle?.sessionContext?.(key)) ?? "";
+    } catch (error) {
+      this.#logger.warn(
+        { err: error, sessionKey: key },
+        "could not load the memory excerpt; the session starts without it",
+      );
+    }
+    return runtime.systemPrompt(context);
   }
 
   #contextTokens(session: LoadedSession): number {
-    const prompt = buildPrompt({ systemPrompt: this.#systemPrompt(), memory: session.memory });
+    const prompt = buildPrompt({ systemPrompt: session.systemPrompt, memory: session.memory });
     return this.#options.tokenCounter.countMessages(prompt);
   }
 
@@ -283,7 +313,7 @@ export class SessionManager {
       });
     }
     const lines = [
-      `System prompt: ${counter.countText(this.#systemPrompt())} tokens`,
+      `System prompt (with the memory excerpt): ${counter.countText(session.systemPrompt)} tokens`,
       `Rolling summary: ${session.memory.summary ? counter.countText(session.memory.summary.text) : 0} tokens`,
     ];
     for (const role of ["user", "assistant", "tool"]) {
@@ -339,11 +369,13 @@ export class SessionManager {
 
   async #load(key: string, channel: string | undefined): Promise<LoadedSession> {
     const now = this.#clock();
+    const systemPrompt = await this.#systemPromptFor(key);
     const result = await this.#options.store.load(key);
     if (result.status === "missing") {
       return {
         key,
         createdAt: now,
+        systemPrompt,
         memory: new WorkingMemory(),
         stats: { turns: 0, compactions: 0, lastActivity: now, ...(channel === undefined ? {} : { channel }) },
         lastUsed: now,
@@ -358,6 +390,7 @@ export class SessionManager {
       const session: LoadedSession = {
         key,
         createdAt: now,
+        systemPrompt,
         memory: new WorkingMemory({ messages }),
         stats: { turns: 0, compactions: 0, lastActivity: now, ...(channel === undefined ? {} : { channel }) },
         lastUsed: now,
@@ -369,6 +402,7 @@ export class SessionManager {
     const session: LoadedSession = {
       key,
       createdAt: snapshot.createdAt,
+      systemPrompt,
       memory: WorkingMemory.fromJSON(snapshot.memory),
       stats: snapshot.stats,
       lastUsed: now,
@@ -431,6 +465,7 @@ export class SessionManager {
       session = {
         key,
         createdAt: result.snapshot.createdAt,
+        systemPrompt: await this.#systemPromptFor(key),
         memory: WorkingMemory.fromJSON(result.snapshot.memory),
         stats: result.snapshot.stats,
         lastUsed: this.#clock(),

@@ -1,0 +1,148 @@
+import { readFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { type RecordedChatRequest, script } from "@almanac/testkit";
+import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "./server-process.js";
+import { startTestServer, type TestServer } from "./test-server.js";
+
+let running: TestServer | undefined;
+afterEach(async () => {
+  await running?.close();
+  running = undefined;
+});
+
+const isSummarizer = (request: RecordedChatRequest) =>
+  (request.tools ?? []).some(
+    (tool: { function?: { name?: string } }) => tool.function?.name === "append_day_log",
+  );
+
+async function chat(server: TestServer, user: string, content: string): Promise<string> {
+  const reply = await server.client.chat.completions.create({
+    model: "almanac",
+    user,
+    messages: [{ role: "user", content }],
+  });
+  return reply.choices[0]?.message.content ?? "";
+}
+
+function localDate(timeZone: string): string {
+  return new Intl.DateTimeFormat("en-CA", {
+    timeZone,
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+  }).format(new Date());
+}
+
+describe("long-term memory through the server", () => {
+  it("/new sends the conversation to the summarizer, which writes today's daily log", async () => {
+    running = await startTestServer({ env: { ALMANAC_TIME_ZONE: "Asia/Shanghai" } });
+    const { llm } = running;
+    let summarizerSteps = 0;
+    llm.setFallback((request) => {
+      if (!isSummarizer(request)) return script.text("Got it.");
+      summarizerSteps += 1;
+      return summarizerSteps === 1
+        ? script.toolCalls([
+            { name: "append_day_log", arguments: { text: "- Deploy key for staging is K-77 (from chat)." } },
+          ])
+        : script.text("Stored.");
+    });
+    await chat(running, "mem", "The staging deploy key is K-77.");
+    expect(await chat(running, "mem", "/new")).toMatch(/new conversation/i);
+    const file = join(running.home, "workspace", "memory", `${localDate("Asia/Shanghai")}.md`);
+    await waitFor(() => summarizerSteps >= 2, 10_000, "the summarizer run");
+    await waitFor(
+      () => {
+        try {
+          return readFileSync(file, "utf8").includes("K-77");
+        } catch {
+          return false;
+        }
+      },
+      10_000,
+      "the daily log",
+    );
+    expect(await readFile(file, "utf8")).toContain("- Deploy key for staging is K-77 (from chat).");
+    const jobs = (await (await running.api("/api/summarizer/jobs")).json()) as {
+      stats: { done: number; parked: number };
+    };
+    expect(jobs.stats).toMatchObject({ done: 1, parked: 0 });
+  });
+
+  it("parks a job whose model calls keep failing and completes it after a retry through the admin API", async () => {
+    running = await startTestServer({ env: { ALMANAC_SUMMARIZER_MAX_ATTEMPTS: "1" } });
+    const { llm } = running;
+    let failSummarizer = true;
+    llm.setFallback((request) => {
+      if (!isSummarizer(request)) return script.text("ok");
+      if (failSummarizer) return script.error(400, { message: "bad summarizer request" });
+      return script.text("Nothing worth storing.");
+    });
+    await chat(running, "park", "hello");
+    await chat(running, "park", "/new");
+    let jobs: {
+      stats: { parked: number; done: number };
+      jobs: Array<{ id: string; state: string; lastError?: { code?: string } }>;
+    } = {
+      stats: { parked: 0, done: 0 },
+      jobs: [],
+    };
+    for (let attempt = 0; attempt < 100 && jobs.stats.parked === 0; attempt += 1) {
+      jobs = (await (await running.api("/api/summarizer/jobs")).json()) as typeof jobs;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(jobs.stats.parked).toBe(1);
+    const parked = jobs.jobs.find((job) => job.state === "parked");
+    expect(parked?.lastError?.code).toMatch(/^llm\./);
+    expect(await chat(running, "park", "/status")).toMatch(
+      /Summarizer queue: 0 pending, 0 running, 1 parked/,
+    );
+    failSummarizer = false;
+    const retried = await running.api(`/api/summarizer/jobs/${parked?.id}/retry`, { method: "POST" });
+    expect(retried.status).toBe(200);
+    for (let attempt = 0; attempt < 100 && jobs.stats.done === 0; attempt += 1) {
+      jobs = (await (await running.api("/api/summarizer/jobs")).json()) as typeof jobs;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(jobs.stats).toMatchObject({ done: 1, parked: 0 });
+  });
+
+  it("edits MEMORY.md through the admin API with write safety, and new sessions see it", async () => {
+    running = await startTestServer();
+    running.llm.setFallback(() => script.text("ok"));
+    const initial =
+      "# Memory\n\n## Preferences\n- The owner prefers answers in British English.\n- Deploys happen on Tuesdays only.\n- The staging cluster is called kestrel and lives in eu-west-1.\n- Invoices go to finance@example.com before the 5th of each month.\n";
+    const put = await running.api("/api/memory/files/MEMORY.md", {
+      method: "PUT",
+      body: JSON.stringify({ content: initial, expectedHash: null }),
+    });
+    expect(put.status).toBe(200);
+    const read = (await (await running.api("/api/memory/files/MEMORY.md")).json()) as {
+      content: string;
+      hash: string;
+    };
+    expect(read.content).toBe(initial);
+    const shrink = await running.api("/api/memory/files/MEMORY.md", {
+      method: "PUT",
+      body: JSON.stringify({ content: "# Memory\n" }),
+    });
+    expect(shrink.status).toBe(409);
+    expect(((await shrink.json()) as { error: { code: string } }).error.code).toBe("memory.shrink_refused");
+    const conflict = await running.api("/api/memory/files/MEMORY.md", {
+      method: "PUT",
+      body: JSON.stringify({ content: `${initial}- x\n`, expectedHash: "stale" }),
+    });
+    expect(conflict.status).toBe(409);
+    const outside = await running.api("/api/memory/files/..%2F..%2Fetc%2Fpasswd");
+    expect(outside.status).toBe(400);
+    const files = (await (await running.api("/api/memory/files")).json()) as {
+      files: Array<{ path: string }>;
+    };
+    expect(files.files.map((file) => file.path)).toContain("MEMORY.md");
+    await chat(running, "fresh", "hello");
+    const system = running.llm.chatRequests()[0]?.messages[0];
+    expect(String(system?.content)).toContain("Deploys happen on Tuesdays only.");
+  });
+});
