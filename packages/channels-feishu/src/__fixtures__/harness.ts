@@ -1,0 +1,63 @@
+import type { InboundMessage } from "@almanac/core";
+import { type FakeFeishu, type FakeFeishuOptions, startFakeFeishu, waitUntil } from "@almanac/testkit/feishu";
+import { createFeishuAdapter, type FeishuAdapter } from "../feishu-adapter.js";
+import type { FeishuAdapterConfig } from "../types.js";
+
+/** A fake Feishu, an adapter pointed at it, and what the adapter delivered. */
+export interface Harness {
+  readonly fake: FakeFeishu;
+  readonly adapter: FeishuAdapter;
+  readonly inbound: InboundMessage[];
+  /** Every wait the adapter asked for between retries, in ms (the injected sleep returns at once). */
+  readonly sleeps: number[];
+  waitForInbound(count: number): Promise<InboundMessage[]>;
+  close(): Promise<void>;
+}
+
+/** Options of {@link startHarness}. */
+export interface HarnessOptions {
+  readonly fake?: FakeFeishuOptions;
+  readonly config?: Partial<FeishuAdapterConfig>;
+  /** Starts the adapter (default true). */
+  readonly start?: boolean;
+}
+
+/** Starts a fake platform and an adapter in front of it. Always `close()` it (e.g. in afterEach). */
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const fake = await startFakeFeishu(options.fake);
+  const inbound: InboundMessage[] = [];
+  const sleeps: number[] = [];
+  const adapter = createFeishuAdapter({
+    appId: fake.appId,
+    appSecret: fake.appSecret,
+    domain: fake.baseUrl,
+    connectTimeoutMs: 5000,
+    sleep: async (ms) => {
+      sleeps.push(ms);
+    },
+    ...options.config,
+  });
+  const harness: Harness = {
+    fake,
+    adapter,
+    inbound,
+    sleeps,
+    async waitForInbound(count) {
+      await waitUntil(() => inbound.length >= count, { what: `${count} inbound message(s)` });
+      return inbound;
+    },
+    async close() {
+      await adapter.stop();
+      await fake.close();
+    },
+  };
+  if (options.start ?? true) {
+    try {
+      await adapter.start((message) => inbound.push(message));
+    } catch (error) {
+      await harness.close();
+      throw error;
+    }
+  }
+  return harness;
+}

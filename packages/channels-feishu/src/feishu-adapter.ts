@@ -1,0 +1,343 @@
+import { randomUUID } from "node:crypto";
+import {
+  type ChannelStatus,
+  describeError,
+  type InboundMessage,
+  InternalError,
+  type OutboundMessage,
+  parseSessionKey,
+  type TypingIndicatorAdapter,
+  UserError,
+} from "@almanac/core";
+import * as lark from "@larksuiteoapi/node-sdk";
+import { z } from "zod";
+import { type ResolvedFeishuConfig, resolveFeishuConfig } from "./config.js";
+import { FEISHU_CHANNEL, toInboundMessage } from "./convert-inbound.js";
+import { markdownToPostContents } from "./convert-outbound.js";
+import { FeishuApiError } from "./errors.js";
+import { receiveEventSchema } from "./event-schema.js";
+import { createFeishuApi, type FeishuApi, type MessageTarget } from "./feishu-api.js";
+import { createSdkLogger } from "./sdk-logger.js";
+import type { FeishuAdapterConfig, FeishuWebhookRequest, FeishuWebhookResponse } from "./types.js";
+import { openWebhook } from "./webhook.js";
+
+const RECEIVE_EVENT = "im.message.receive_v1";
+/** Feishu's code for "the message is recalled" (a reply to it fails). */
+const RECALLED_CODE = 230011;
+/** Threads remembered for sends without `inReplyTo` (thread id → a message in it). */
+const MAX_REMEMBERED_THREADS = 1000;
+
+type Destination =
+  | { readonly kind: "reply"; readonly messageId: string; readonly inThread: boolean }
+  | { readonly kind: "send"; readonly target: MessageTarget };
+
+/**
+ * The Feishu/Lark channel: receives `im.message.receive_v1` over the SDK's long connection (or webhooks handed
+ * in by the server), normalizes it, and answers with Markdown posts threaded to the message. While a turn runs
+ * it shows a "Typing" reaction on the user's message. Dedup, allowlists and mention gating are the server's.
+ */
+export class FeishuAdapter implements TypingIndicatorAdapter {
+  readonly name = FEISHU_CHANNEL;
+  private readonly config: ResolvedFeishuConfig;
+  private readonly api: FeishuApi;
+  /** Same client, no retries: a typing reaction is not worth waiting for. */
+  private readonly quickApi: FeishuApi;
+  private readonly dispatcher: lark.EventDispatcher;
+  private readonly stopping = new AbortController();
+  private readonly threadMessages = new Map<string, string>();
+  private wsClient: lark.WSClient | undefined;
+  private onMessage: ((message: InboundMessage) => void) | undefined;
+  private botOpenId: string | undefined;
+  private started = false;
+  private state: ChannelStatus["state"] = "connecting";
+  private detail: string | undefined = "not started";
+  private lastEventAt: number | undefined;
+
+  constructor(config: FeishuAdapterConfig) {
+    this.config = resolveFeishuConfig(config);
+    const { logger } = this.config;
+    const secrets = [
+      this.config.appSecret,
+      this.config.encryptKey ?? "",
+      this.config.verificationToken ?? "",
+    ];
+    const quiet = createSdkLogger(
+      logger,
+      { error: "debug", warn: "debug", info: "debug", debug: "debug", trace: "debug" },
+      secrets,
+    );
+    const client = new lark.Client({
+      appId: this.config.appId,
+      appSecret: this.config.appSecret,
+      domain: this.config.domain,
+      cache: new lark.DefaultCache(), // the SDK's default token cache is shared by the whole process
+      logger: quiet,
+      loggerLevel: lark.LoggerLevel.warn,
+    });
+    const apiOptions = { client, logger, sleep: this.config.sleep, signal: this.stopping.signal };
+    this.api = createFeishuApi({ ...apiOptions, maxRetries: this.config.maxRetries });
+    this.quickApi = createFeishuApi({ ...apiOptions, maxRetries: 0 });
+    this.dispatcher = new lark.EventDispatcher({
+      logger: quiet,
+      loggerLevel: lark.LoggerLevel.warn,
+    }).register({
+      [RECEIVE_EVENT]: (data: unknown) => {
+        this.receive(data);
+        return undefined;
+      },
+    });
+  }
+
+  /** Looks up the bot's identity, then opens the long connection (websocket mode) or waits for webhooks. */
+  async start(onMessage: (message: InboundMessage) => void): Promise<void> {
+    if (this.started)
+      throw new InternalError("feishu.already_started", "The Feishu adapter was already started.");
+    this.started = true;
+    this.setState("connecting", "looking up the bot");
+    try {
+      this.botOpenId = await this.api.botOpenId();
+    } catch (error) {
+      this.setState("error", describeError(error));
+      throw error;
+    }
+    this.onMessage = onMessage;
+    if (this.config.mode === "webhook") {
+      this.setState("ready", undefined);
+      return;
+    }
+    await this.connect();
+  }
+
+  /** Sends Markdown as one or more posts (≤ 30 KB each), as replies to `inReplyTo` when given. */
+  async send(message: OutboundMessage): Promise<void> {
+    if (message.text.trim() === "") return;
+    const inbound = message.inReplyTo;
+    let destination: Destination =
+      inbound !== undefined && inbound.channel === FEISHU_CHANNEL
+        ? { kind: "reply", messageId: inbound.id, inThread: isInThread(inbound) }
+        : this.destinationOfSession(message.sessionKey);
+    for (const content of markdownToPostContents(message.text)) {
+      const outgoing = { msgType: "post", content, uuid: randomUUID() } as const;
+      if (destination.kind === "send") {
+        await this.api.send(destination.target, outgoing);
+        continue;
+      }
+      try {
+        await this.api.reply(destination.messageId, outgoing, destination.inThread);
+      } catch (error) {
+        if (!(error instanceof FeishuApiError) || error.platformCode !== RECALLED_CODE) throw error;
+        // The user withdrew the question while the turn ran: answer in the conversation instead.
+        destination = this.destinationOfSession(message.sessionKey, false);
+        if (destination.kind === "reply") throw error;
+        await this.api.send(destination.target, outgoing);
+      }
+    }
+  }
+
+  /** Adds the typing reaction to the user's message; the returned function removes it. Never throws. */
+  async startTyping(message: InboundMessage): Promise<() => Promise<void>> {
+    const { logger, typingEmoji } = this.config;
+    let reactionId: string;
+    try {
+      reactionId = await this.quickApi.addReaction(message.id, typingEmoji);
+    } catch (error) {
+      logger.debug(
+        { messageId: message.id, error: describeError(error) },
+        "Feishu typing reaction not added",
+      );
+      return async () => {};
+    }
+    return async () => {
+      try {
+        await this.quickApi.removeReaction(message.id, reactionId);
+      } catch (error) {
+        logger.debug(
+          { messageId: message.id, error: describeError(error) },
+          "Feishu typing reaction not removed",
+        );
+      }
+    };
+  }
+
+  /** `connecting` until the bot is known and the long connection (if any) is up, `ready`, `error` with the reason, `disabled` once stopped. */
+  status(): ChannelStatus {
+    return {
+      channel: FEISHU_CHANNEL,
+      state: this.state,
+      ...(this.detail === undefined ? {} : { detail: this.detail }),
+      ...(this.lastEventAt === undefined ? {} : { lastEventAt: this.lastEventAt }),
+    };
+  }
+
+  /** Closes the long connection and cancels pending retries. */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    this.onMessage = undefined;
+    this.wsClient?.close({ force: true });
+    this.wsClient = undefined;
+    this.setState("disabled", "stopped");
+  }
+
+  /**
+   * Handles one request to the webhook route (`POST /channels/feishu/webhook`): verifies the signature and token,
+   * decrypts, answers `url_verification`, and hands a message event to `onMessage` before answering 200.
+   * A request that fails verification is answered 401 and nothing is processed.
+   */
+  async handleWebhook(request: FeishuWebhookRequest): Promise<FeishuWebhookResponse> {
+    if (this.config.mode !== "webhook") {
+      return failure(404, "feishu.webhook_disabled", "The Feishu adapter runs in websocket mode.");
+    }
+    if (this.onMessage === undefined) {
+      return failure(503, "feishu.not_started", "The Feishu adapter is not running.");
+    }
+    const verdict = openWebhook(request, this.config);
+    if (verdict.kind === "reject") {
+      this.config.logger.warn({ code: verdict.code, status: verdict.status }, verdict.message);
+      return failure(verdict.status, verdict.code, verdict.message);
+    }
+    if (verdict.kind === "challenge") return { status: 200, body: { challenge: verdict.challenge } };
+    try {
+      await this.dispatcher.invoke(verdict.payload, { needCheck: false });
+    } catch (error) {
+      this.config.logger.error({ error: describeError(error) }, "Feishu webhook event failed");
+    }
+    return { status: 200, body: {} };
+  }
+
+  private async connect(): Promise<void> {
+    const { appId, appSecret, domain, logger, connectTimeoutMs } = this.config;
+    const secrets = [appSecret, this.config.encryptKey ?? "", this.config.verificationToken ?? ""];
+    let settle: (outcome: Error | undefined) => void = () => {};
+    const firstOutcome = new Promise<Error | undefined>((resolve) => {
+      settle = resolve;
+    });
+    const wsClient = new lark.WSClient({
+      appId,
+      appSecret,
+      domain,
+      logger: createSdkLogger(
+        logger,
+        { error: "warn", warn: "warn", info: "debug", debug: "debug", trace: "debug" },
+        secrets,
+      ),
+      loggerLevel: lark.LoggerLevel.info,
+      autoReconnect: true,
+      handshakeTimeoutMs: 10_000,
+      // Without it a silently dead connection is only noticed when TCP gives up.
+      wsConfig: { pingTimeout: 30 },
+      onReady: () => {
+        this.setState("ready", undefined);
+        settle(undefined);
+      },
+      onReconnecting: () => this.setState("connecting", "reconnecting the long connection"),
+      onReconnected: () => this.setState("ready", undefined),
+      onError: (error) => {
+        this.setState("error", error.message);
+        settle(error);
+      },
+    });
+    this.wsClient = wsClient;
+    this.setState("connecting", "opening the long connection");
+    await wsClient.start({ eventDispatcher: this.dispatcher });
+    const timer = setTimeout(() => settle(undefined), connectTimeoutMs);
+    const onStop = () => settle(undefined);
+    this.stopping.signal.addEventListener("abort", onStop, { once: true });
+    const outcome = await firstOutcome;
+    clearTimeout(timer);
+    this.stopping.signal.removeEventListener("abort", onStop);
+    if (this.stopping.signal.aborted) return;
+    if (outcome !== undefined) {
+      wsClient.close({ force: true });
+      throw new FeishuApiError("feishu.connect_failed", `Feishu long connection failed: ${outcome.message}`, {
+        isRetryable: false,
+      });
+    }
+    if (this.state !== "ready") {
+      logger.warn({ connectTimeoutMs }, "Feishu long connection not ready yet; the SDK keeps trying");
+    }
+  }
+
+  /** Normalizes one event and hands it over; never throws (the SDK acks once this returns). */
+  private receive(data: unknown): void {
+    const { logger, now, account } = this.config;
+    const parsed = receiveEventSchema.safeParse(data);
+    if (!parsed.success) {
+      logger.warn({ issues: parsed.error.issues.slice(0, 3) }, "Ignoring a malformed Feishu message event");
+      return;
+    }
+    const event = parsed.data;
+    const botOpenId = this.botOpenId;
+    const onMessage = this.onMessage;
+    if (botOpenId === undefined || onMessage === undefined) return;
+    if (event.sender.sender_id?.open_id === botOpenId) return; // our own message echoed back
+    const receivedAt = now();
+    this.lastEventAt = receivedAt;
+    const message = toInboundMessage(event, { account, botOpenId, receivedAt });
+    this.rememberThread(event.message.thread_id, event.message.message_id);
+    try {
+      onMessage(message);
+    } catch (error) {
+      logger.error(
+        { messageId: message.id, error: describeError(error) },
+        "onMessage threw for a Feishu message",
+      );
+    }
+  }
+
+  /** Where an answer for a session goes when there is no message to reply to (or `useThread` is false). */
+  private destinationOfSession(sessionKey: string, useThread = true): Destination {
+    const parts = parseSessionKey(sessionKey);
+    if (parts.channel !== FEISHU_CHANNEL || parts.account !== this.config.account) {
+      throw new UserError(
+        "feishu.session_key_invalid",
+        `Session key ${JSON.stringify(sessionKey)} is not for Feishu account "${this.config.account}".`,
+      );
+    }
+    if (parts.thread !== undefined && useThread) {
+      // Replying in the thread to any of its messages keeps the answer in the thread.
+      const anchor =
+        this.threadMessages.get(parts.thread) ?? (parts.thread.startsWith("om_") ? parts.thread : undefined);
+      if (anchor !== undefined) return { kind: "reply", messageId: anchor, inThread: true };
+      this.config.logger.info({ thread: parts.thread }, "Feishu thread unknown; posting to its chat instead");
+    }
+    return {
+      kind: "send",
+      target:
+        parts.kind === "dm"
+          ? { receiveIdType: "open_id", receiveId: parts.id }
+          : { receiveIdType: "chat_id", receiveId: parts.id },
+    };
+  }
+
+  private rememberThread(threadId: string | undefined, messageId: string): void {
+    if (threadId === undefined) return;
+    this.threadMessages.delete(threadId);
+    this.threadMessages.set(threadId, messageId);
+    if (this.threadMessages.size > MAX_REMEMBERED_THREADS) {
+      const oldest = this.threadMessages.keys().next().value;
+      if (oldest !== undefined) this.threadMessages.delete(oldest);
+    }
+  }
+
+  private setState(state: ChannelStatus["state"], detail: string | undefined): void {
+    if (this.state === "disabled") return;
+    this.state = state;
+    this.detail = detail;
+  }
+}
+
+/** Creates the Feishu/Lark adapter. @throws UserError `feishu.config_invalid` naming the bad keys. */
+export function createFeishuAdapter(config: FeishuAdapterConfig): FeishuAdapter {
+  return new FeishuAdapter(config);
+}
+
+const threadedRaw = z.object({ threadId: z.string() });
+
+/** Whether a message was in a topic (group threads, and topics inside a direct chat). */
+function isInThread(message: InboundMessage): boolean {
+  return message.conversation.kind === "thread" || threadedRaw.safeParse(message.raw).success;
+}
+
+function failure(status: number, code: string, message: string): FeishuWebhookResponse {
+  return { status, body: { error: { code, message } } };
+}

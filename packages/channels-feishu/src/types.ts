@@ -1,0 +1,63 @@
+import type { Logger } from "@almanac/core";
+import type { FeishuReceiveEvent } from "./event-schema.js";
+
+/** How Feishu delivers events: the SDK's long connection (no public URL needed) or HTTP POSTs to a request URL. */
+export type FeishuMode = "websocket" | "webhook";
+
+/** Configuration of {@link createFeishuAdapter}. Secrets: `appSecret`, `encryptKey`, `verificationToken`. */
+export interface FeishuAdapterConfig {
+  /** App ID from the developer console ("Credentials & Basic Info"): `cli_` + 16 hex digits. */
+  readonly appId: string;
+  /** App Secret (secret). */
+  readonly appSecret: string;
+  /** Event delivery; default `"websocket"` (long connection). */
+  readonly mode?: FeishuMode;
+  /** Encrypt Key of the event subscription (secret). Webhook mode: decrypts bodies and verifies signatures. */
+  readonly encryptKey?: string;
+  /** Verification Token of the event subscription (secret). Webhook mode: checked against each payload. */
+  readonly verificationToken?: string;
+  /** Open platform base URL; default `https://open.feishu.cn` (Lark: `https://open.larksuite.com`). */
+  readonly domain?: string;
+  /** Account name in session keys, for several bots on one platform; default `"default"`. */
+  readonly account?: string;
+  readonly logger?: Logger;
+  /** Retries of a platform call after a rate limit, network error or 5xx; default 3. */
+  readonly maxRetries?: number;
+  /** How long `start()` waits for the long connection before returning with state `connecting`; default 30000. */
+  readonly connectTimeoutMs?: number;
+  /** Reaction shown on the user's message while a turn runs; default `"Typing"`. */
+  readonly typingEmoji?: string;
+  /** Waits between retries (injected by tests); default a timer that stops early when the adapter stops. */
+  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Clock for `receivedAt` and `lastEventAt`; default `Date.now`. */
+  readonly now?: () => number;
+}
+
+/** What a Feishu {@link InboundMessage} carries on `raw`: the event as delivered, ids included. */
+export interface FeishuInboundRaw {
+  /** `header.event_id`: changes when Feishu redelivers the same message. */
+  readonly eventId?: string;
+  readonly tenantKey?: string;
+  readonly appId?: string;
+  readonly chatType: string;
+  readonly messageType: string;
+  readonly rootId?: string;
+  /** The topic (`omt_…`) the message is in; replies go into it. */
+  readonly threadId?: string;
+  /** The `event` object (`sender` and `message`) as Feishu sent it. */
+  readonly event: FeishuReceiveEvent;
+}
+
+/** The request the server's webhook route hands to {@link FeishuAdapter.handleWebhook}. */
+export interface FeishuWebhookRequest {
+  /** Request headers with lower-case names (Node's `IncomingHttpHeaders` fits). */
+  readonly headers: Readonly<Record<string, string | readonly string[] | undefined>>;
+  /** The body exactly as received: the signature covers these bytes, so do not re-serialize parsed JSON. */
+  readonly rawBody: string | Uint8Array;
+}
+
+/** What the server's webhook route answers. `body` is JSON. */
+export interface FeishuWebhookResponse {
+  readonly status: number;
+  readonly body: unknown;
+}

@@ -1,0 +1,213 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { parseJsonBody, readBody, sendJson } from "../http-io.js";
+import { type BuiltMessageEvent, buildMessageEvent, type FakeMessageSpec } from "./events.js";
+import { createLongConnection, type FakeFeishuAck } from "./long-connection.js";
+import {
+  createRestApi,
+  type FailureOptions,
+  type FakeReaction,
+  type FakeRestRequest,
+  type FakeSentMessage,
+  type RateLimitOptions,
+} from "./rest-api.js";
+import { postWebhook, type WebhookDeliveryOptions, type WebhookResponse } from "./webhook-delivery.js";
+
+/** Options of {@link startFakeFeishu}. */
+export interface FakeFeishuOptions {
+  /** Must look like `cli_` + 16 hex digits or the SDK's WSClient silently does nothing. */
+  readonly appId?: string;
+  readonly appSecret?: string;
+  readonly botOpenId?: string;
+  readonly botName?: string;
+  readonly tenantKey?: string;
+  /** Ping interval the fake hands the client, in seconds; default 1. */
+  readonly pingIntervalSeconds?: number;
+  /** Reconnect interval the fake hands the client, in seconds; default 0.1. */
+  readonly reconnectIntervalSeconds?: number;
+  /** Lifetime of tenant access tokens in seconds; default 7200. */
+  readonly tokenExpireSeconds?: number;
+  /** Size limit of post and card bodies in bytes; default 30 KB (Feishu's). */
+  readonly maxPostBytes?: number;
+  /** Size limit of text bodies in bytes; default 150 KB (Feishu's). */
+  readonly maxTextBytes?: number;
+}
+
+/** Options of {@link FakeFeishu.sendEvent}. */
+export interface SendEventOptions {
+  /** Splits the payload into this many frames (the SDK reassembles them); default 1. */
+  readonly parts?: number;
+}
+
+/** The result of {@link FakeFeishu.sendEvent}. */
+export interface SentEvent extends BuiltMessageEvent {
+  /** Long-connection delivery id; the matching ack carries it. */
+  readonly frameMessageId: string;
+}
+
+/** A running fake Feishu/Lark open platform (REST + long connection) on 127.0.0.1. */
+export interface FakeFeishu {
+  /** `http://127.0.0.1:<port>`: the SDK's `domain`. */
+  readonly baseUrl: string;
+  readonly appId: string;
+  readonly appSecret: string;
+  readonly botOpenId: string;
+  readonly botName: string;
+  /** Builds an `im.message.receive_v1` event for this app without delivering it (e.g. for webhooks). */
+  messageEvent(spec: FakeMessageSpec): BuiltMessageEvent;
+  /** Delivers a user message over the long connection. Throws when no client is connected. */
+  sendEvent(spec: FakeMessageSpec, options?: SendEventOptions): SentEvent;
+  /** Delivers any payload (e.g. a built event again, for a redelivery) over the long connection. */
+  sendRawEvent(payload: unknown, options?: SendEventOptions): string;
+  /** POSTs a payload to an app's request URL, encrypted and signed like Feishu when asked. */
+  postWebhook(url: string, payload: unknown, options?: WebhookDeliveryOptions): Promise<WebhookResponse>;
+  /** Cuts the long connection abruptly; the SDK should discover the endpoint again and reconnect. */
+  dropConnection(): void;
+  /** True while a long connection is open and its client has pinged (the SDK listens from then on). */
+  isConnected(): boolean;
+  /** Long connections accepted so far. */
+  connectionCount(): number;
+  /** Pings received on the long connection. */
+  pingCount(): number;
+  /** What the bot posted (sends and replies), in order. */
+  sent(): FakeSentMessage[];
+  acks(): FakeFeishuAck[];
+  reactions(): FakeReaction[];
+  requests(): FakeRestRequest[];
+  /** The next rate-limited call(s) answer HTTP 429 (or 400) with code 99991400 and `x-ogw-ratelimit-reset`. */
+  rateLimitNext(options?: RateLimitOptions): void;
+  /** The next IM call(s) fail with this Feishu `code` and `msg` (HTTP 200 unless said). */
+  failNext(options: FailureOptions): void;
+  /** Resolves once `count` messages were sent; rejects after `timeoutMs` (default 5000). */
+  waitForSent(count: number, timeoutMs?: number): Promise<FakeSentMessage[]>;
+  /** Resolves once `count` acks arrived; rejects after `timeoutMs` (default 5000). */
+  waitForAcks(count: number, timeoutMs?: number): Promise<FakeFeishuAck[]>;
+  /** Resolves once `count` long connections were accepted and the current one is connected; rejects after `timeoutMs`. */
+  waitForConnection(count?: number, timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+const SERVICE_ID = 33554678;
+
+/** Starts a fake Feishu open platform on a random port of 127.0.0.1. */
+export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<FakeFeishu> {
+  const identity = {
+    appId: options.appId ?? "cli_a1b2c3d4e5f60718",
+    appSecret: options.appSecret ?? "fake-app-secret",
+    botOpenId: options.botOpenId ?? "ou_fakebot0000000000000000000001",
+    botName: options.botName ?? "Almanac Test Bot",
+    tenantKey: options.tenantKey ?? "2ed263bf32cf1651",
+  };
+  const rest = createRestApi({
+    ...identity,
+    tokenExpireSeconds: options.tokenExpireSeconds ?? 7200,
+    limits: { postBytes: options.maxPostBytes ?? 30 * 1024, textBytes: options.maxTextBytes ?? 150 * 1024 },
+  });
+  const longConnection = createLongConnection({
+    appId: identity.appId,
+    appSecret: identity.appSecret,
+    serviceId: SERVICE_ID,
+    pingIntervalSeconds: options.pingIntervalSeconds ?? 1,
+    reconnectIntervalSeconds: options.reconnectIntervalSeconds ?? 0.1,
+  });
+
+  const onRequest = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    const rawBody = await readBody(request);
+    const url = new URL(request.url ?? "/", "http://fake");
+    const method = request.method ?? "GET";
+    if (method === "POST" && url.pathname === "/callback/ws/endpoint") {
+      const answer = longConnection.discover(
+        parseJsonBody(rawBody).value,
+        request.headers.host ?? "127.0.0.1",
+      );
+      sendJson(response, answer.status, answer.body);
+      return;
+    }
+    const answer = rest.handle({
+      method,
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      ...(request.headers.authorization === undefined
+        ? {}
+        : { authorization: request.headers.authorization }),
+      rawBody,
+    });
+    sendJson(response, answer.status, answer.body, answer.headers);
+  };
+
+  const server = createServer((request, response) => {
+    onRequest(request, response).catch((error: unknown) => {
+      sendJson(response, 500, { code: 500, msg: `fake Feishu failed: ${String(error)}` });
+    });
+  });
+  server.on("upgrade", (request, socket, head: Buffer) => longConnection.upgrade(request, socket, head));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  const context = identity;
+
+  const fake: FakeFeishu = {
+    baseUrl: `http://127.0.0.1:${port}`,
+    ...identity,
+    messageEvent: (spec) => {
+      const built = buildMessageEvent(spec, context);
+      rest.rememberMessage(built.messageId, built.chatId);
+      return built;
+    },
+    sendEvent(spec, sendOptions = {}) {
+      const built = fake.messageEvent(spec);
+      const frameMessageId = longConnection.push(built.envelope, sendOptions.parts ?? 1);
+      return { ...built, frameMessageId };
+    },
+    sendRawEvent: (payload, sendOptions = {}) => longConnection.push(payload, sendOptions.parts ?? 1),
+    postWebhook: (url, payload, deliveryOptions) => postWebhook(url, payload, deliveryOptions),
+    dropConnection: () => longConnection.drop(),
+    isConnected: () => longConnection.isConnected(),
+    connectionCount: () => longConnection.connectionCount(),
+    pingCount: () => longConnection.pingCount(),
+    sent: () => rest.sent(),
+    acks: () => longConnection.acks(),
+    reactions: () => rest.reactions(),
+    requests: () => rest.requests(),
+    rateLimitNext: (limit) => rest.rateLimitNext(limit),
+    failNext: (failure) => rest.failNext(failure),
+    async waitForSent(count, timeoutMs = 5000) {
+      await waitUntil(() => rest.sent().length >= count, { timeoutMs, what: `${count} sent message(s)` });
+      return rest.sent();
+    },
+    async waitForAcks(count, timeoutMs = 5000) {
+      await waitUntil(() => longConnection.acks().length >= count, { timeoutMs, what: `${count} ack(s)` });
+      return longConnection.acks();
+    },
+    waitForConnection: (count = 1, timeoutMs = 5000) =>
+      waitUntil(() => longConnection.connectionCount() >= count && longConnection.isConnected(), {
+        timeoutMs,
+        what: `long connection #${count}`,
+      }),
+    async close() {
+      await longConnection.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+  return fake;
+}
+
+/** Options of {@link waitUntil}. */
+export interface WaitUntilOptions {
+  /** Default 5000. */
+  readonly timeoutMs?: number;
+  /** Named in the timeout error. */
+  readonly what?: string;
+}
+
+/** Polls `check` every few milliseconds until it returns true; rejects with a clear error after the timeout. */
+export async function waitUntil(check: () => boolean, options: WaitUntilOptions = {}): Promise<void> {
+  const timeoutMs = options.timeoutMs ?? 5000;
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) {
+      throw new Error(`Timed out after ${timeoutMs} ms waiting for ${options.what ?? "a condition"}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}

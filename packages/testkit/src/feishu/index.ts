@@ -1,0 +1,35 @@
+export {
+  type BuiltMessageEvent,
+  buildMessageEvent,
+  buildUrlVerification,
+  type FakeEventContext,
+  type FakeFeishuMention,
+  type FakeFeishuUser,
+  type FakeMessageSpec,
+  type FakePostElement,
+} from "./events.js";
+export {
+  type FakeFeishu,
+  type FakeFeishuOptions,
+  type SendEventOptions,
+  type SentEvent,
+  startFakeFeishu,
+  type WaitUntilOptions,
+  waitUntil,
+} from "./fake-feishu.js";
+export { decodeFrame, encodeFrame, type FeishuFrame, FRAME_METHOD, frameHeader } from "./frame-codec.js";
+export type { FakeFeishuAck } from "./long-connection.js";
+export type {
+  FailureOptions,
+  FakeReaction,
+  FakeRestRequest,
+  FakeSentMessage,
+  RateLimitOptions,
+} from "./rest-api.js";
+export {
+  encryptFeishuPayload,
+  postWebhook,
+  signFeishuRequest,
+  type WebhookDeliveryOptions,
+  type WebhookResponse,
+} from "./webhook-delivery.js";

@@ -1,0 +1,379 @@
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import { parseJsonBody } from "../http-io.js";
+
+/** A message the bot posted (send or reply), as the fake understood it. */
+export interface FakeSentMessage {
+  readonly kind: "create" | "reply";
+  /** Id the fake gave the new message. */
+  readonly messageId: string;
+  readonly chatId: string;
+  /** For `create`: the `receive_id` and `receive_id_type` query parameter. */
+  readonly receiveId?: string;
+  readonly receiveIdType?: string;
+  /** For `reply`: the message replied to, and whether the reply went into its thread. */
+  readonly replyTo?: string;
+  readonly replyInThread: boolean;
+  readonly threadId?: string;
+  readonly msgType: string;
+  /** `content` parsed from its JSON string. */
+  readonly content: unknown;
+  readonly rawContent: string;
+  /** Size of the whole request body in bytes (what Feishu's size limits measure). */
+  readonly bodyBytes: number;
+  readonly uuid?: string;
+}
+
+/** A reaction the bot added (`deleted` once removed). */
+export interface FakeReaction {
+  readonly messageId: string;
+  readonly reactionId: string;
+  readonly emojiType: string;
+  readonly deleted: boolean;
+}
+
+/** Every REST request the fake received, with the answer it gave. */
+export interface FakeRestRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly query: Readonly<Record<string, string>>;
+  readonly authorization?: string;
+  readonly body: unknown;
+  readonly status: number;
+  /** Feishu `code` of the answer. */
+  readonly code: number;
+}
+
+/** How the next rate-limited call(s) fail; see {@link RestApi.rateLimitNext}. */
+export interface RateLimitOptions {
+  /** How many calls fail; default 1. */
+  readonly times?: number;
+  /** `x-ogw-ratelimit-reset` in seconds; default 1. */
+  readonly resetSeconds?: number;
+  /** 429 (current APIs, default) or 400 (older APIs answer rate limits with 400). */
+  readonly httpStatus?: 429 | 400;
+}
+
+/** A scripted failure of the next IM call(s); see {@link RestApi.failNext}. */
+export interface FailureOptions {
+  readonly code: number;
+  readonly msg: string;
+  /** Default 200: Feishu reports many business errors with HTTP 200 and a non-zero `code`. */
+  readonly httpStatus?: number;
+  readonly times?: number;
+}
+
+/** Size limits of message bodies, in bytes. */
+export interface SizeLimits {
+  readonly postBytes: number;
+  readonly textBytes: number;
+}
+
+/** One HTTP request as the REST layer sees it. */
+export interface RestInput {
+  readonly method: string;
+  readonly path: string;
+  readonly query: Readonly<Record<string, string>>;
+  readonly authorization?: string;
+  readonly rawBody: string;
+}
+
+/** One HTTP answer. */
+export interface RestOutput {
+  readonly status: number;
+  readonly body: unknown;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** The fake open platform's REST API and its records. */
+export interface RestApi {
+  handle(input: RestInput): RestOutput;
+  /** Tells the fake which chat a message belongs to (events it delivered), so replies land there. */
+  rememberMessage(messageId: string, chatId: string): void;
+  sent(): FakeSentMessage[];
+  reactions(): FakeReaction[];
+  requests(): FakeRestRequest[];
+  rateLimitNext(options?: RateLimitOptions): void;
+  failNext(options: FailureOptions): void;
+}
+
+/** Identity and limits of the fake app. */
+export interface RestApiOptions {
+  readonly appId: string;
+  readonly appSecret: string;
+  readonly botOpenId: string;
+  readonly botName: string;
+  readonly tenantKey: string;
+  readonly tokenExpireSeconds: number;
+  readonly limits: SizeLimits;
+}
+
+const tokenRequest = z.object({ app_id: z.string(), app_secret: z.string() });
+const sendBody = z.object({
+  receive_id: z.string().min(1),
+  msg_type: z.string().min(1),
+  content: z.string(),
+  uuid: z.string().max(50).optional(),
+});
+const replyBody = z.object({
+  msg_type: z.string().min(1),
+  content: z.string(),
+  reply_in_thread: z.boolean().optional(),
+  uuid: z.string().max(50).optional(),
+});
+const patchBody = z.object({ content: z.string() });
+const reactionBody = z.object({ reaction_type: z.object({ emoji_type: z.string().min(1) }) });
+const textContent = z.object({ text: z.string() });
+const postElement = z.looseObject({ tag: z.string() });
+const postBody = z.object({ title: z.string().optional(), content: z.array(z.array(postElement)) });
+const postContent = z.union([postBody, z.record(z.string(), postBody)]);
+
+const ok = (data: unknown): RestOutput => ({ status: 200, body: { code: 0, msg: "success", data } });
+const fail = (status: number, code: number, msg: string, headers?: Record<string, string>): RestOutput => ({
+  status,
+  body: { code, msg },
+  ...(headers === undefined ? {} : { headers }),
+});
+const invalidParameter = (detail: string) =>
+  fail(400, 230001, `Your request contains an invalid request parameter, ${detail}.`);
+
+/** Creates the REST side of the fake. */
+export function createRestApi(options: RestApiOptions): RestApi {
+  const tokens = new Set<string>();
+  const chatOfMessage = new Map<string, string>();
+  const byUuid = new Map<string, RestOutput>();
+  const sent: FakeSentMessage[] = [];
+  const reactions: FakeReaction[] = [];
+  const requests: FakeRestRequest[] = [];
+  const rateLimits: RateLimitOptions[] = [];
+  const failures: FailureOptions[] = [];
+
+  const newId = (prefix: string) => `${prefix}${randomBytes(12).toString("hex")}`;
+
+  const messageData = (message: FakeSentMessage) => ({
+    message_id: message.messageId,
+    ...(message.replyTo === undefined ? {} : { root_id: message.replyTo, parent_id: message.replyTo }),
+    ...(message.threadId === undefined ? {} : { thread_id: message.threadId }),
+    msg_type: message.msgType,
+    create_time: String(Date.now()),
+    update_time: String(Date.now()),
+    deleted: false,
+    updated: false,
+    chat_id: message.chatId,
+    sender: { id: options.appId, id_type: "app_id", sender_type: "app", tenant_key: options.tenantKey },
+    body: { content: message.rawContent },
+  });
+
+  /** Checks content and size like Feishu; returns an error answer or undefined. */
+  const checkContent = (msgType: string, content: string, bodyBytes: number): RestOutput | undefined => {
+    const parsed = parseJsonBody(content);
+    if (!parsed.ok) return invalidParameter("content is not valid JSON");
+    if (msgType === "text" && !textContent.safeParse(parsed.value).success)
+      return invalidParameter("text content needs a string field text");
+    if (msgType === "post" && !postContent.safeParse(parsed.value).success)
+      return invalidParameter("post content needs content: [[{tag, ...}]]");
+    const limit = msgType === "text" ? options.limits.textBytes : options.limits.postBytes;
+    if (bodyBytes > limit) return fail(400, 230025, "The length of the message content reaches its limit.");
+    return undefined;
+  };
+
+  const deliver = (uuid: string | undefined, build: () => FakeSentMessage | RestOutput): RestOutput => {
+    const previous = uuid === undefined ? undefined : byUuid.get(uuid);
+    if (previous !== undefined) return previous; // uuid dedups sends (Feishu keeps it for an hour)
+    const result = build();
+    if (!("kind" in result)) return result;
+    sent.push(result);
+    chatOfMessage.set(result.messageId, result.chatId);
+    const answer = ok(messageData(result));
+    if (uuid !== undefined) byUuid.set(uuid, answer);
+    return answer;
+  };
+
+  const route = (input: RestInput, body: unknown): RestOutput => {
+    const { method, path } = input;
+    if (method === "POST" && path === "/open-apis/auth/v3/tenant_access_token/internal") {
+      const credentials = tokenRequest.safeParse(body);
+      if (!credentials.success || credentials.data.app_id !== options.appId) {
+        return fail(200, 10003, "invalid param: app_id");
+      }
+      if (credentials.data.app_secret !== options.appSecret) return fail(200, 10014, "app secret invalid");
+      const token = newId("t-");
+      tokens.add(token);
+      return {
+        status: 200,
+        body: { code: 0, msg: "ok", tenant_access_token: token, expire: options.tokenExpireSeconds },
+      };
+    }
+    const authorization = input.authorization ?? "";
+    if (!authorization.startsWith("Bearer ")) {
+      return fail(
+        400,
+        99991661,
+        "Missing access token for authorization. Please make a request with token attached.",
+      );
+    }
+    if (!tokens.has(authorization.slice("Bearer ".length))) {
+      return fail(
+        400,
+        99991663,
+        "Invalid access token for authorization. Please make a request with token attached.",
+      );
+    }
+    if (method === "GET" && path === "/open-apis/bot/v3/info") {
+      return {
+        status: 200,
+        body: {
+          code: 0,
+          msg: "ok",
+          bot: {
+            activate_status: 2,
+            app_name: options.botName,
+            avatar_url: "https://example.invalid/avatar.png",
+            ip_white_list: [],
+            open_id: options.botOpenId,
+          },
+        },
+      };
+    }
+    if (!path.startsWith("/open-apis/im/v1/messages")) return fail(404, 404, "404 page not found");
+    const limited = rateLimits.shift();
+    if (limited !== undefined) {
+      const remaining = (limited.times ?? 1) - 1;
+      if (remaining > 0) rateLimits.unshift({ ...limited, times: remaining });
+      return fail(limited.httpStatus ?? 429, 99991400, "request trigger frequency limit", {
+        "x-ogw-ratelimit-limit": "50",
+        "x-ogw-ratelimit-reset": String(limited.resetSeconds ?? 1),
+      });
+    }
+    const failure = failures.shift();
+    if (failure !== undefined) {
+      const remaining = (failure.times ?? 1) - 1;
+      if (remaining > 0) failures.unshift({ ...failure, times: remaining });
+      return fail(failure.httpStatus ?? 200, failure.code, failure.msg);
+    }
+    return routeIm(input, body);
+  };
+
+  const routeIm = (input: RestInput, body: unknown): RestOutput => {
+    const { method, path } = input;
+    const bodyBytes = Buffer.byteLength(input.rawBody, "utf8");
+    if (method === "POST" && path === "/open-apis/im/v1/messages") {
+      const receiveIdType = input.query.receive_id_type;
+      if (receiveIdType === undefined) return invalidParameter("receive_id_type is required");
+      const parsed = sendBody.safeParse(body);
+      if (!parsed.success) return invalidParameter(parsed.error.issues[0]?.message ?? "bad body");
+      const { receive_id, msg_type, content, uuid } = parsed.data;
+      return deliver(uuid, () => {
+        const error = checkContent(msg_type, content, bodyBytes);
+        if (error !== undefined) return error;
+        const chatId = receiveIdType === "chat_id" ? receive_id : `oc_p2p_${receive_id}`;
+        return {
+          kind: "create",
+          messageId: newId("om_"),
+          chatId,
+          receiveId: receive_id,
+          receiveIdType,
+          replyInThread: false,
+          msgType: msg_type,
+          content: parseJsonBody(content).value,
+          rawContent: content,
+          bodyBytes,
+          ...(uuid === undefined ? {} : { uuid }),
+        };
+      });
+    }
+    const reply = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/reply$/.exec(path);
+    if (method === "POST" && reply) {
+      const parentId = decodeURIComponent(reply[1] ?? "");
+      const parsed = replyBody.safeParse(body);
+      if (!parsed.success) return invalidParameter(parsed.error.issues[0]?.message ?? "bad body");
+      const { msg_type, content, reply_in_thread, uuid } = parsed.data;
+      return deliver(uuid, () => {
+        const error = checkContent(msg_type, content, bodyBytes);
+        if (error !== undefined) return error;
+        return {
+          kind: "reply",
+          messageId: newId("om_"),
+          chatId: chatOfMessage.get(parentId) ?? "oc_unknown",
+          replyTo: parentId,
+          replyInThread: reply_in_thread ?? false,
+          ...(reply_in_thread ? { threadId: `omt_${parentId.slice(3, 15)}` } : {}),
+          msgType: msg_type,
+          content: parseJsonBody(content).value,
+          rawContent: content,
+          bodyBytes,
+          ...(uuid === undefined ? {} : { uuid }),
+        };
+      });
+    }
+    const patch = /^\/open-apis\/im\/v1\/messages\/([^/]+)$/.exec(path);
+    if (method === "PATCH" && patch) {
+      const parsed = patchBody.safeParse(body);
+      if (!parsed.success) return invalidParameter("content is required");
+      if (bodyBytes > options.limits.postBytes) {
+        return fail(400, 230025, "The length of the message content reaches its limit.");
+      }
+      return ok({});
+    }
+    const reaction = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/reactions(?:\/([^/]+))?$/.exec(path);
+    if (reaction) return routeReaction(method, reaction[1] ?? "", reaction[2], body);
+    return fail(404, 404, "404 page not found");
+  };
+
+  const routeReaction = (
+    method: string,
+    messageId: string,
+    reactionId: string | undefined,
+    body: unknown,
+  ) => {
+    if (method === "POST" && reactionId === undefined) {
+      const parsed = reactionBody.safeParse(body);
+      if (!parsed.success) return invalidParameter("reaction_type.emoji_type is required");
+      const added: FakeReaction = {
+        messageId,
+        reactionId: newId(""),
+        emojiType: parsed.data.reaction_type.emoji_type,
+        deleted: false,
+      };
+      reactions.push(added);
+      return ok({
+        reaction_id: added.reactionId,
+        operator: { operator_id: options.appId, operator_type: "app" },
+        action_time: String(Date.now()),
+        reaction_type: { emoji_type: added.emojiType },
+      });
+    }
+    if (method === "DELETE" && reactionId !== undefined) {
+      const index = reactions.findIndex((entry) => entry.reactionId === reactionId && !entry.deleted);
+      const found = reactions[index];
+      if (found === undefined) return fail(400, 231003, "The reaction is not found.");
+      reactions[index] = { ...found, deleted: true };
+      return ok({ reaction_id: reactionId, reaction_type: { emoji_type: found.emojiType } });
+    }
+    return fail(404, 404, "404 page not found");
+  };
+
+  return {
+    handle(input) {
+      const parsed = parseJsonBody(input.rawBody);
+      const answer = route(input, parsed.value);
+      const code = z.object({ code: z.number() }).safeParse(answer.body);
+      requests.push({
+        method: input.method,
+        path: input.path,
+        query: input.query,
+        ...(input.authorization === undefined ? {} : { authorization: input.authorization }),
+        body: parsed.value,
+        status: answer.status,
+        code: code.success ? code.data.code : -1,
+      });
+      return answer;
+    },
+    rememberMessage: (messageId, chatId) => void chatOfMessage.set(messageId, chatId),
+    sent: () => [...sent],
+    reactions: () => [...reactions],
+    requests: () => [...requests],
+    rateLimitNext: (limit = {}) => void rateLimits.push(limit),
+    failNext: (failure) => void failures.push(failure),
+  };
+}
