@@ -10,6 +10,7 @@ import type { ServerMetrics } from "./metrics.js";
 import { registerAdminRoutes, type ServerInfo } from "./routes/admin-routes.js";
 import { registerMemoryRoutes } from "./routes/memory-routes.js";
 import { registerOpenAIRoutes } from "./routes/openai-routes.js";
+import { registerWebhookRoutes } from "./routes/webhook-routes.js";
 import type { SessionManager } from "./runtime/session-manager.js";
 
 /** Everything the HTTP layer needs; built by `startServer`, or by tests directly. */
@@ -21,6 +22,8 @@ export interface AppDependencies {
   readonly metrics: ServerMetrics;
   readonly info: () => ServerInfo;
   readonly memory: MemoryServices;
+  /** Platform webhooks to expose (Feishu in webhook mode). */
+  readonly webhooks?: Parameters<typeof registerWebhookRoutes>[1];
   /** Status of every chat channel (for `GET /api/channels`). */
   readonly channels: () => ChannelStatus[];
   /** True once shutdown began: new requests get 503. */
@@ -98,5 +101,6 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   registerOpenAIRoutes(app, deps.sessions);
   registerAdminRoutes(app, deps.sessions, deps.info);
   registerMemoryRoutes(app, deps.memory);
+  await registerWebhookRoutes(app, deps.webhooks ?? {});
   return app;
 }

@@ -162,7 +162,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     },
   });
 
-  const { channels, disabled } = buildChannels(config, logger);
+  const { channels, disabled, feishuWebhook } = buildChannels(config, logger);
   const hub = createChannelHub({
     channels,
     disabled,
@@ -196,6 +196,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     metrics,
     info,
     memory,
+    ...(feishuWebhook ? { webhooks: { feishu: feishuWebhook } } : {}),
     channels: () => hub.statuses(),
     isShuttingDown: () => shuttingDown,
   });

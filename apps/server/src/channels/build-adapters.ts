@@ -1,5 +1,6 @@
 import { createDingTalkAdapter } from "@almanac/channels-dingtalk";
 import { createDiscordAdapter } from "@almanac/channels-discord";
+import { createFeishuAdapter, type FeishuAdapter } from "@almanac/channels-feishu";
 import type { Logger } from "@almanac/core";
 import type { AlmanacConfig } from "../config/config-schema.js";
 import type { AccessPolicy } from "./access-policy.js";
@@ -20,9 +21,13 @@ function policyOf(settings: AccessPolicy): AccessPolicy {
 }
 
 /** The adapters enabled by the configuration (credentials present), with their access policies. */
-export function buildChannels(config: AlmanacConfig, logger: Logger): { channels: ChannelEntry[]; disabled: string[] } {
+export function buildChannels(
+  config: AlmanacConfig,
+  logger: Logger,
+): { channels: ChannelEntry[]; disabled: string[]; feishuWebhook: FeishuAdapter | undefined } {
   const channels: ChannelEntry[] = [];
-  const { discord, dingtalk } = config.channels;
+  const { discord, dingtalk, feishu } = config.channels;
+  let feishuWebhook: FeishuAdapter | undefined;
   if (discord.token) {
     channels.push({
       adapter: createDiscordAdapter({
@@ -32,6 +37,19 @@ export function buildChannels(config: AlmanacConfig, logger: Logger): { channels
       }),
       policy: policyOf(discord),
     });
+  }
+  if (feishu.appId && feishu.appSecret) {
+    const adapter = createFeishuAdapter({
+      appId: feishu.appId,
+      appSecret: feishu.appSecret,
+      mode: feishu.mode,
+      domain: feishu.domain,
+      ...(feishu.encryptKey ? { encryptKey: feishu.encryptKey } : {}),
+      ...(feishu.verificationToken ? { verificationToken: feishu.verificationToken } : {}),
+      logger: logger.child({ channel: "feishu" }),
+    });
+    if (feishu.mode === "webhook") feishuWebhook = adapter;
+    channels.push({ adapter, policy: policyOf(feishu) });
   }
   if (dingtalk.clientId && dingtalk.clientSecret) {
     channels.push({
@@ -47,5 +65,5 @@ export function buildChannels(config: AlmanacConfig, logger: Logger): { channels
     });
   }
   const enabled = new Set(channels.map((entry) => entry.adapter.name));
-  return { channels, disabled: KNOWN_CHANNELS.filter((name) => !enabled.has(name)) };
+  return { channels, disabled: KNOWN_CHANNELS.filter((name) => !enabled.has(name)), feishuWebhook };
 }
