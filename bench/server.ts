@@ -59,17 +59,24 @@ for (let index = 0; index < 50; index += 1) await turn("warm", `warm ${index}`);
 const modelOnly: number[] = [];
 for (let index = 0; index < 300; index += 1) {
   modelOnly.push(
-    await timed(() => modelClient.chat.completions.create({ model: "scripted-model", messages: [{ role: "user", content: "hi" }] })),
+    await timed(() =>
+      modelClient.chat.completions.create({
+        model: "scripted-model",
+        messages: [{ role: "user", content: "hi" }],
+      }),
+    ),
   );
 }
 
 const single: number[] = [];
-for (let index = 0; index < 300; index += 1) single.push(await timed(() => turn("single", `message ${index}`)));
+for (let index = 0; index < 300; index += 1)
+  single.push(await timed(() => turn("single", `message ${index}`)));
 
 const concurrent: number[] = [];
 await Promise.all(
   Array.from({ length: 100 }, async (_, session) => {
-    for (let index = 0; index < 10; index += 1) concurrent.push(await timed(() => turn(`c${session}`, `message ${index}`)));
+    for (let index = 0; index < 10; index += 1)
+      concurrent.push(await timed(() => turn(`c${session}`, `message ${index}`)));
   }),
 );
 
@@ -78,7 +85,9 @@ gc?.();
 const before = process.memoryUsage().rss;
 const IDLE = 2000;
 for (let batch = 0; batch < IDLE; batch += 100) {
-  await Promise.all(Array.from({ length: 100 }, (_, index) => turn(`idle-${batch + index}`, "hello, remember me")));
+  await Promise.all(
+    Array.from({ length: 100 }, (_, index) => turn(`idle-${batch + index}`, "hello, remember me")),
+  );
 }
 gc?.();
 const after = process.memoryUsage().rss;

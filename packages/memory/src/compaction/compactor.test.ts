@@ -1,0 +1,242 @@
+import { buildPrompt, WorkingMemory } from "@almanac/agent";
+import { createTokenCounter, hasMark, type Message, toOpenAIMessages } from "@almanac/core";
+import { describe, expect, it } from "vitest";
+import type { CompactionBatch } from "./commit-compaction.js";
+import type { CompactionEvent } from "./compaction-events.js";
+import { compactionCounters, createCompactor } from "./compactor.js";
+import type { CompactorOptions } from "./compactor-options.js";
+import { FakeSummaryModel } from "./testing/summary-fixtures.js";
+import {
+  assistant,
+  createRandom,
+  createTestClock,
+  generatedText,
+  toolRound,
+  user,
+  wirePairingProblems,
+} from "./testing/transcripts.js";
+
+const counter = createTokenCounter();
+const systemPrompt = "You are Almanac, a helpful assistant.";
+const tools = [{ name: "read_file", description: "Read a file", parameters: { type: "object" } }];
+
+function conversation(turns: number, outputChars: number, seed = 1): Message[] {
+  const clock = createTestClock();
+  const random = createRandom(seed);
+  const messages: Message[] = [];
+  for (let turn = 0; turn < turns; turn += 1) {
+    messages.push(user(`turn ${turn}: look at notes/${turn}.md`, clock));
+    messages.push(
+      ...toolRound(
+        [
+          {
+            name: "read_file",
+            arguments: { path: `notes/${turn}.md` },
+            output: generatedText(random, outputChars),
+          },
+        ],
+        clock,
+      ),
+    );
+    messages.push(assistant(`notes/${turn}.md is summarized.`, clock));
+  }
+  return messages;
+}
+
+function setup(overrides: Partial<CompactorOptions> = {}) {
+  const summaryModel = new FakeSummaryModel("summary");
+  const events: CompactionEvent[] = [];
+  const batches: CompactionBatch[] = [];
+  const compactor = createCompactor({
+    tokenCounter: counter,
+    contextWindow: 8_192,
+    maxOutputTokens: 1_024,
+    summaryModel,
+    journal: async (batch) => {
+      batches.push(batch);
+    },
+    onEvent: (event) => events.push(event),
+    clock: createTestClock(),
+    ...overrides,
+  });
+  return { compactor, summaryModel, events, batches };
+}
+
+const input = { systemPrompt, tools };
+
+describe("createCompactor: check", () => {
+  it("counts exactly what the agent would send: system prompt, summary, active messages and tool specs", () => {
+    const { compactor } = setup();
+    const memory = new WorkingMemory({
+      messages: conversation(3, 400),
+      summary: { text: "## Goal\nx", updatedAt: 1, compactions: 1 },
+    });
+    const expected =
+      counter.countMessages(buildPrompt({ systemPrompt, memory })) + counter.countText(JSON.stringify(tools));
+    expect(compactor.check(memory, input)).toMatchObject({ countedTokens: expected, ratio: 1, due: false });
+  });
+
+  it("corrects our count by the provider's last reported prompt tokens, clamped", () => {
+    const { compactor } = setup();
+    const memory = new WorkingMemory({ messages: conversation(3, 400) });
+    const first = compactor.check(memory, input);
+    const usage = {
+      promptTokens: Math.round(first.countedTokens * 1.5),
+      completionTokens: 1,
+      totalTokens: 1,
+    };
+    const second = compactor.check(memory, { ...input, lastUsage: usage });
+    expect(second.ratio).toBeCloseTo(1.5, 2);
+    expect(second.promptTokens).toBe(Math.ceil(second.countedTokens * second.ratio));
+    expect(memory.counter(compactionCounters.tokenRatio)).toBeCloseTo(1.5, 2);
+    const wild = { promptTokens: second.countedTokens * 10, completionTokens: 1, totalTokens: 1 };
+    expect(compactor.check(memory, { ...input, lastUsage: wild }).ratio).toBe(2);
+    // The same usage object again (a step that reported none) teaches nothing new.
+    expect(compactor.check(memory, { ...input, lastUsage: wild }).ratio).toBe(2);
+  });
+
+  it("says compaction is due once the corrected prompt is over the threshold", () => {
+    const { compactor } = setup();
+    const memory = new WorkingMemory({ messages: conversation(12, 2_000) });
+    const check = compactor.check(memory, input);
+    expect(check.threshold).toBe(Math.floor((8_192 - 1_024) * 0.6));
+    expect(check.due).toBe(true);
+  });
+});
+
+describe("createCompactor: compact", () => {
+  it("stops after the cheap passes, with no model call, when they bring the prompt under the threshold", async () => {
+    const { compactor, summaryModel, events } = setup();
+    const memory = new WorkingMemory({ messages: conversation(6, 2_500) });
+    expect(compactor.check(memory, input).due).toBe(true);
+    const result = await compactor.compact(memory, { ...input, reason: "auto" });
+    expect(result).toMatchObject({
+      outcome: "compressed",
+      summarizer: "none",
+      llmCalls: 0,
+      compactedMessages: 0,
+    });
+    expect(result.tokensAfter).toBeLessThanOrEqual(result.threshold);
+    expect(summaryModel.requests).toHaveLength(0);
+    expect(result.passes.map((pass) => pass.pass)).toEqual([
+      "giant-output-cut",
+      "dedupe",
+      "tool-summaries",
+      "argument-shortening",
+    ]);
+    expect(result.passes.find((pass) => pass.pass === "tool-summaries")?.tokensRemoved).toBeGreaterThan(0);
+    expect(memory.messages.filter((message) => hasMark(message, "compressed")).length).toBeGreaterThan(0);
+    expect(events.map((event) => event.type)).toEqual(["compaction-start", "compaction-end"]);
+  });
+
+  it("summarizes, journals the originals first, marks them compacted and replaces the summary", async () => {
+    const { compactor, summaryModel, batches } = setup({ notifyUser: true, retainCompacted: 1_000 });
+    const original = conversation(80, 1_500);
+    const memory = new WorkingMemory({
+      messages: original,
+      summary: { text: "## Goal\nearlier", updatedAt: 1, compactions: 2 },
+    });
+    const result = await compactor.compact(memory, { ...input, reason: "auto" });
+    expect(result).toMatchObject({ outcome: "summarized", summarizer: "model" });
+    expect(result.llmCalls).toBe(summaryModel.requests.length);
+    expect(result.tokensAfter).toBeLessThan(result.threshold);
+    expect(result.notice).toMatch(/^Context compacted: [\d,]+ → [\d,]+ tokens\.$/);
+    expect(memory.summary).toMatchObject({ compactions: 3 });
+    expect(memory.summary?.text).toContain(`summary #${summaryModel.requests.length}`);
+    expect(summaryModel.requests[0]?.messages.at(-1)?.content[0]).toMatchObject({
+      text: expect.stringContaining("earlier"),
+    });
+
+    const compacted = memory.messages.filter((message) => hasMark(message, "compacted"));
+    expect(compacted).toHaveLength(result.compactedMessages);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]?.messages.map((message) => message.id)).toEqual(compacted.map((message) => message.id));
+    // The journal gets the content as it was, not the shortened one-liners.
+    for (const message of batches[0]?.messages ?? []) {
+      expect(message).toBe(original.find((candidate) => candidate.id === message.id));
+    }
+    expect(memory.messages).toHaveLength(original.length);
+    expect(memory.counter(compactionCounters.count)).toBe(1);
+    expect(memory.activeMessages().at(-3)?.role).toBe("assistant");
+    expect(wirePairingProblems(toOpenAIMessages(buildPrompt({ systemPrompt, memory })))).toEqual([]);
+  });
+
+  it("marks nothing when the journal fails, and says so in the end event", async () => {
+    const { compactor, events } = setup({
+      journal: async () => {
+        throw new Error("disk full");
+      },
+    });
+    const memory = new WorkingMemory({ messages: conversation(80, 1_500) });
+    const before = memory.messages;
+    await expect(compactor.compact(memory, { ...input, reason: "auto" })).rejects.toMatchObject({
+      code: "compaction.journal_failed",
+    });
+    expect(memory.messages).toBe(before);
+    expect(memory.summary).toBeUndefined();
+    expect(events.at(-1)).toMatchObject({
+      type: "compaction-end",
+      outcome: "failed",
+      error: expect.stringContaining("disk full"),
+    });
+  });
+
+  it("summarizes on /compact even when the cheap passes would have been enough, and passes the focus", async () => {
+    const { compactor, summaryModel } = setup();
+    const memory = new WorkingMemory({ messages: conversation(6, 2_500) });
+    const result = await compactor.compact(memory, { ...input, reason: "command", focus: "the notes" });
+    expect(result.outcome).toBe("summarized");
+    expect(summaryModel.requests[0]?.messages.at(-1)?.content[0]).toMatchObject({
+      text: expect.stringContaining("focus on: the notes"),
+    });
+  });
+
+  it("drops the oldest compacted messages beyond the retention, never splitting a call from its result", async () => {
+    const { compactor, batches } = setup({ retainCompacted: 5 });
+    const memory = new WorkingMemory({ messages: conversation(30, 1_500) });
+    const result = await compactor.compact(memory, { ...input, reason: "command" });
+    const kept = memory.messages.filter((message) => hasMark(message, "compacted"));
+    expect(result.droppedMessages).toBeGreaterThan(0);
+    expect(kept.length).toBeGreaterThanOrEqual(5);
+    expect(kept.length).toBeLessThanOrEqual(6);
+    expect(memory.messages[0]?.role).not.toBe("tool");
+    const all = new Set([...memory.messages, ...(batches[0]?.messages ?? [])].map((message) => message.id));
+    expect(all.size).toBe(30 * 4);
+  });
+
+  it("keeps every compacted message when there is no journal to have recorded them", async () => {
+    const { compactor } = setup({ journal: undefined, retainCompacted: 0 });
+    const memory = new WorkingMemory({ messages: conversation(30, 1_500) });
+    await compactor.compact(memory, { ...input, reason: "command" });
+    expect(memory.messages).toHaveLength(30 * 4);
+  });
+});
+
+describe("createCompactor: anti-thrash", () => {
+  // A system prompt alone over the threshold: no compaction can get under it.
+  const hugeSystem = { systemPrompt: "rule ".repeat(5_000), tools };
+
+  it("counts a strike per compaction that stays over the threshold and pauses after the limit", async () => {
+    const { compactor } = setup({ maxStrikes: 2 });
+    const memory = new WorkingMemory({ messages: conversation(4, 300) });
+    await compactor.compact(memory, { ...hugeSystem, reason: "auto" });
+    expect(memory.counter(compactionCounters.strikes)).toBe(1);
+    expect(compactor.check(memory, hugeSystem).suspended).toBe(false);
+    await compactor.compact(memory, { ...hugeSystem, reason: "auto" });
+    expect(compactor.check(memory, hugeSystem)).toMatchObject({ due: true, strikes: 2, suspended: true });
+  });
+
+  it("resumes once the context is back under the threshold, and /compact resets the strikes", async () => {
+    const { compactor } = setup({ maxStrikes: 1 });
+    const memory = new WorkingMemory({ messages: conversation(4, 300) });
+    await compactor.compact(memory, { ...hugeSystem, reason: "auto" });
+    expect(compactor.check(memory, hugeSystem).suspended).toBe(true);
+    expect(compactor.check(memory, input)).toMatchObject({ due: false, strikes: 0 });
+    expect(memory.counter(compactionCounters.strikes)).toBe(0);
+
+    await compactor.compact(memory, { ...hugeSystem, reason: "auto" });
+    expect(compactor.check(memory, hugeSystem).suspended).toBe(true);
+    await compactor.compact(memory, { ...hugeSystem, reason: "command" });
+    expect(memory.counter(compactionCounters.strikes)).toBe(0);
+  });
+});

@@ -1,0 +1,345 @@
+import type { HookRegistry, WorkingMemory } from "@almanac/agent";
+import { describeError, InternalError, type Message, type ToolSpec, type Usage } from "@almanac/core";
+import { compressOldMessages, cutGiantOutputs, indexToolCalls, type PassStats } from "./cheap-passes.js";
+import { type CompactionReason, commitCompaction } from "./commit-compaction.js";
+import {
+  type CompactionEvent,
+  type CompactionOutcome,
+  type CompactionResult,
+  formatCompactionNotice,
+} from "./compaction-events.js";
+import { createCompactionHook } from "./compaction-hook.js";
+import {
+  type CompactorOptions,
+  keepBudget,
+  passLimits,
+  resolveCompactorOptions,
+} from "./compactor-options.js";
+import { correctTokens, createPromptMeter, updateTokenRatio } from "./context-check.js";
+import { isCompactedIndex, splitForCompaction, splitParts } from "./split-turns.js";
+import { type SummaryOutcome, summarizeMessages } from "./summarize.js";
+import type { ResolvedThreshold } from "./thresholds.js";
+
+/** Names of the counters the compactor keeps in `memory.counters` (persisted with the session). */
+export const compactionCounters = Object.freeze({
+  /** Compactions that wrote a summary. */
+  count: "compaction.count",
+  /** Compactions in a row that left the prompt over the threshold. */
+  strikes: "compaction.strikes",
+  /** Provider prompt tokens ÷ our count, learnt from the last reported usage. */
+  tokenRatio: "compaction.tokenRatio",
+});
+
+/** What a context check needs: the same inputs the agent's next request is built from. */
+export interface CheckInput {
+  readonly systemPrompt: string;
+  readonly tools: readonly ToolSpec[];
+  /** Usage the provider reported for the previous request of this memory, if any. */
+  readonly lastUsage?: Usage | undefined;
+}
+
+/** The measured prompt and whether compaction is due. */
+export interface ContextCheck {
+  /** Our tokenizer's count of the would-be request (system prompt, summary, active messages, tool specs). */
+  readonly countedTokens: number;
+  /** The provider/our-count ratio applied. */
+  readonly ratio: number;
+  /** `countedTokens × ratio`, rounded up: what the provider is expected to count. */
+  readonly promptTokens: number;
+  readonly threshold: number;
+  /** The prompt is over the threshold. */
+  readonly due: boolean;
+  readonly strikes: number;
+  /** Due, but automatic compaction is paused after too many strikes. */
+  readonly suspended: boolean;
+}
+
+/** Input of {@link Compactor.compact}. */
+export interface CompactInput extends CheckInput {
+  readonly reason: CompactionReason;
+  /** What `/compact <focus>` asked the summary to focus on. */
+  readonly focus?: string | undefined;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** Context compaction for one model. Stateless across sessions: everything lives in the working memory. */
+export interface Compactor {
+  /** The threshold numbers this compactor was configured with. */
+  readonly threshold: ResolvedThreshold;
+  /**
+   * Measures the next request. Also learns the provider ratio from `lastUsage` and clears the strikes once
+   * the prompt is back under the threshold (both stored in `memory.counters`).
+   */
+  check(memory: WorkingMemory, input: CheckInput): ContextCheck;
+  /**
+   * Compacts now (`command` and `overflow` always summarize what they can; `auto` stops after the cheap
+   * passes when those suffice). Throws `compaction.journal_failed` when the journal fails (nothing is
+   * committed then) and rethrows cancellation.
+   */
+  compact(memory: WorkingMemory, input: CompactInput): Promise<CompactionResult>;
+  /** Registers the `preReasoning` hook; returns a function that removes it. */
+  attach(hooks: HookRegistry): () => void;
+}
+
+interface MemoryState {
+  /** Our count of the last request measured for this memory (what `lastUsage` will be compared with). */
+  counted: number | undefined;
+  /** The usage object already learnt from (the agent passes the same one again when a step reports none). */
+  usage: Usage | undefined;
+  /**
+   * Content before any cheap pass, of messages shortened in memory but not compacted yet, so the journal
+   * gets the original. In-process only: after a restart the session transcript is where originals live.
+   */
+  readonly originals: Map<string, Message>;
+}
+
+/** Creates a compactor; see docs/compaction.md. Throws `compaction.config_invalid` naming a bad option. */
+export function createCompactor(options: CompactorOptions): Compactor {
+  const resolved = resolveCompactorOptions(options);
+  const { clock, logger, threshold } = resolved;
+  const counter = options.tokenCounter;
+  const meter = createPromptMeter(counter);
+  const states = new WeakMap<WorkingMemory, MemoryState>();
+
+  const stateOf = (memory: WorkingMemory): MemoryState => {
+    let state = states.get(memory);
+    if (state === undefined) {
+      state = { counted: undefined, usage: undefined, originals: new Map() };
+      states.set(memory, state);
+    }
+    return state;
+  };
+  const ratioOf = (memory: WorkingMemory): number => memory.counters[compactionCounters.tokenRatio] ?? 1;
+  const measure = (memory: WorkingMemory, input: CheckInput, messages = memory.activeMessages()): number =>
+    meter.count({ systemPrompt: input.systemPrompt, summary: memory.summary, messages, tools: input.tools });
+  const emit = (event: CompactionEvent): void => {
+    try {
+      options.onEvent?.(event);
+    } catch (error) {
+      logger.error({ event: event.type, error: describeError(error) }, "compaction event listener threw");
+    }
+  };
+
+  const check = (memory: WorkingMemory, input: CheckInput): ContextCheck => {
+    const state = stateOf(memory);
+    let ratio = ratioOf(memory);
+    if (input.lastUsage !== undefined && input.lastUsage !== state.usage) {
+      const learnt = updateTokenRatio(ratio, input.lastUsage, state.counted, resolved.ratioBounds);
+      state.usage = input.lastUsage;
+      if (learnt !== ratio) memory.setCounter(compactionCounters.tokenRatio, learnt);
+      ratio = learnt;
+    }
+    const countedTokens = measure(memory, input);
+    state.counted = countedTokens;
+    const promptTokens = correctTokens(countedTokens, ratio);
+    const due = promptTokens > threshold.threshold;
+    let strikes = memory.counter(compactionCounters.strikes);
+    if (!due && strikes > 0) {
+      memory.setCounter(compactionCounters.strikes, 0);
+      strikes = 0;
+    }
+    return {
+      countedTokens,
+      ratio,
+      promptTokens,
+      threshold: threshold.threshold,
+      due,
+      strikes,
+      suspended: due && strikes >= resolved.maxStrikes,
+    };
+  };
+
+  const summarize = (
+    memory: WorkingMemory,
+    parts: ReturnType<typeof splitParts>,
+    calls: ReturnType<typeof indexToolCalls>,
+    input: CompactInput,
+    ratio: number,
+  ): Promise<SummaryOutcome> => {
+    const windows = [options.summaryModel, options.fallbackModel].map(
+      (model) => model?.contextWindow ?? options.contextWindow,
+    );
+    // 10% slack and a ratio of at least 1: a summary request that does not fit is a wasted call.
+    const room = (Math.min(...windows) - resolved.summaryMaxTokens) * 0.9;
+    return summarizeMessages(
+      {
+        previousSummary: memory.summary?.text,
+        messages: parts.toSummarize,
+        turnPrefix: parts.turnPrefix,
+        calls,
+        focus: input.focus,
+      },
+      {
+        counter,
+        summaryModel: options.summaryModel,
+        fallbackModel: options.fallbackModel,
+        maxOutputTokens: resolved.summaryMaxTokens,
+        inputBudget: Math.floor(room / Math.max(1, ratio)),
+        timeoutMs: options.summaryTimeoutMs,
+        renderMaxChars: 4_000,
+        logger,
+        signal: input.signal,
+      },
+    );
+  };
+
+  const run = async (memory: WorkingMemory, input: CompactInput, startedAt: number, before: number) => {
+    const ratio = ratioOf(memory);
+    const rawThreshold = threshold.threshold / ratio;
+    const limits = passLimits(resolved, rawThreshold);
+    const active = memory.activeMessages();
+    const calls = indexToolCalls(memory.messages);
+    const context = { counter, calls, toolSummaries: resolved.toolSummaries };
+
+    // Giant outputs are cut first (even recent ones), so the split sees their real cost.
+    const giant = cutGiantOutputs(active, context, limits);
+    const tokens = giant.messages.map((message) => counter.countMessage(message));
+    const split = splitForCompaction(
+      giant.messages,
+      tokens,
+      keepBudget(resolved, rawThreshold, input.reason === "overflow"),
+    );
+    const old = compressOldMessages(
+      giant.messages,
+      (index) => isCompactedIndex(split, index),
+      context,
+      limits,
+    );
+    const compressed = old.messages;
+    const passes: PassStats[] = [giant.stats, ...old.stats];
+    const parts = splitParts(compressed, split);
+    const leaving = [...parts.toSummarize, ...parts.turnPrefix];
+    const leavingIds = new Set(leaving.map((message) => message.id));
+    // Shortened versions of messages that stay in the prompt (all of them, when nothing leaves it).
+    const replacementsFor = (staying: (message: Message) => boolean): Map<string, Message> => {
+      const replacements = new Map<string, Message>();
+      for (const [index, message] of compressed.entries()) {
+        if (message !== active[index] && staying(message)) replacements.set(message.id, message);
+      }
+      return replacements;
+    };
+
+    const afterPasses = correctTokens(measure(memory, input, compressed), ratio);
+    const passesSuffice = input.reason === "auto" && afterPasses <= threshold.threshold;
+    let outcome: CompactionOutcome = "unchanged";
+    let summary: SummaryOutcome | undefined;
+    let dropped = 0;
+
+    const { originals } = stateOf(memory);
+    const remember = (replacements: ReadonlyMap<string, Message>): void => {
+      for (const message of active) {
+        if (replacements.has(message.id) && !originals.has(message.id)) originals.set(message.id, message);
+      }
+    };
+    if (passesSuffice || leaving.length === 0) {
+      const replacements = replacementsFor(() => true);
+      if (replacements.size > 0) outcome = "compressed";
+      commitCompaction(memory, { replacements, compacted: new Set(), retainCompacted: undefined });
+      remember(replacements);
+    } else {
+      summary = await summarize(memory, parts, calls, input, ratio);
+      const journaled = active
+        .filter((message) => leavingIds.has(message.id))
+        .map((message) => originals.get(message.id) ?? message);
+      try {
+        await options.journal?.({
+          reason: input.reason,
+          messages: journaled,
+          summary: summary.text,
+          createdAt: clock(),
+        });
+      } catch (error) {
+        throw new InternalError(
+          "compaction.journal_failed",
+          `The compaction journal failed, so nothing was compacted: ${describeError(error)}`,
+          { cause: error },
+        );
+      }
+      const replacements = replacementsFor((message) => !leavingIds.has(message.id));
+      dropped = commitCompaction(memory, {
+        replacements,
+        compacted: leavingIds,
+        summary: {
+          text: summary.text,
+          updatedAt: clock(),
+          compactions: (memory.summary?.compactions ?? 0) + 1,
+        },
+        retainCompacted: options.journal === undefined ? undefined : resolved.retainCompacted,
+      });
+      remember(replacements);
+      for (const id of leavingIds) originals.delete(id);
+      memory.setCounter(compactionCounters.count, memory.counter(compactionCounters.count) + 1);
+      outcome = "summarized";
+    }
+
+    const countedAfter = measure(memory, input);
+    stateOf(memory).counted = countedAfter;
+    const after = correctTokens(countedAfter, ratio);
+    const strikes =
+      input.reason === "command" || after <= threshold.threshold
+        ? 0
+        : memory.counter(compactionCounters.strikes) + 1;
+    memory.setCounter(compactionCounters.strikes, strikes);
+    if (strikes >= resolved.maxStrikes) {
+      logger.warn({ strikes, tokens: after, threshold: threshold.threshold }, "automatic compaction paused");
+    }
+    const result: CompactionResult = {
+      reason: input.reason,
+      outcome,
+      tokensBefore: before,
+      tokensAfter: after,
+      threshold: threshold.threshold,
+      passes,
+      summarizer: summary?.path ?? "none",
+      llmCalls: summary?.llmCalls ?? 0,
+      compactedMessages: outcome === "summarized" ? leaving.length : 0,
+      turnPrefixMessages: outcome === "summarized" ? parts.turnPrefix.length : 0,
+      droppedMessages: dropped,
+      strikes,
+      durationMs: clock() - startedAt,
+      ...(options.notifyUser === true && outcome === "summarized"
+        ? { notice: formatCompactionNotice(before, after) }
+        : {}),
+    };
+    return result;
+  };
+
+  const compactor: Compactor = {
+    threshold,
+    check,
+    async compact(memory, input) {
+      const startedAt = clock();
+      const before = correctTokens(measure(memory, input), ratioOf(memory));
+      emit({
+        type: "compaction-start",
+        reason: input.reason,
+        tokensBefore: before,
+        threshold: threshold.threshold,
+        at: startedAt,
+      });
+      try {
+        const result = await run(memory, input, startedAt, before);
+        const fields = { ...result, passes: undefined };
+        if (result.outcome === "summarized") logger.info(fields, "context compacted");
+        else logger.debug(fields, "context checked by the cheap passes");
+        emit({ type: "compaction-end", ...result });
+        return result;
+      } catch (error) {
+        emit({
+          type: "compaction-end",
+          reason: input.reason,
+          outcome: "failed",
+          tokensBefore: before,
+          threshold: threshold.threshold,
+          durationMs: clock() - startedAt,
+          error: describeError(error),
+        });
+        throw error;
+      }
+    },
+    attach(hooks) {
+      return hooks.on("preReasoning", createCompactionHook(compactor, logger));
+    },
+  };
+  return compactor;
+}

@@ -1,0 +1,42 @@
+export type { CheapPassName, PassStats } from "./cheap-passes.js";
+export type { CompactionBatch, CompactionJournal, CompactionReason } from "./commit-compaction.js";
+export {
+  type CompactionEndEvent,
+  type CompactionEvent,
+  type CompactionOutcome,
+  type CompactionResult,
+  type CompactionStartEvent,
+  formatCompactionNotice,
+} from "./compaction-events.js";
+export {
+  type CheckInput,
+  type CompactInput,
+  type Compactor,
+  type ContextCheck,
+  compactionCounters,
+  createCompactor,
+} from "./compactor.js";
+export type { CheapPassOptions, CompactorOptions, KeepRecentOptions } from "./compactor-options.js";
+export type { RatioBounds } from "./context-check.js";
+export {
+  contextLengthErrorCode,
+  isContextLengthError,
+  runWithOverflowRecovery,
+} from "./overflow-recovery.js";
+export type { SummaryPath } from "./summarize.js";
+export { summaryInstructionsTitle, summarySections, turnPrefixSection } from "./summary-prompt.js";
+export {
+  defaultThresholdCeiling,
+  defaultThresholdTiers,
+  type ResolvedThreshold,
+  resolveThreshold,
+  type ThresholdOptions,
+  type ThresholdTier,
+} from "./thresholds.js";
+export {
+  defaultToolSummaries,
+  genericToolSummary,
+  type ToolOutputFacts,
+  type ToolSummarizer,
+  type ToolSummaryRegistry,
+} from "./tool-summaries.js";
