@@ -1,6 +1,6 @@
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { createAgent, createHookRegistry, createToolkit, createWorkspaceFileTools } from "@almanac/agent";
+import { createToolkit, createWorkspaceFileTools } from "@almanac/agent";
 import { createTokenCounter } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import { MEMORY_GUIDE } from "@almanac/memory";
@@ -17,7 +17,8 @@ import { createLogger } from "./logger.js";
 import { createMemoryServices } from "./memory-services.js";
 import { createMetrics } from "./metrics.js";
 import type { ServerInfo } from "./routes/admin-routes.js";
-import { type AgentRuntime, SessionManager } from "./runtime/session-manager.js";
+import { type AgentRuntime, createAgentRuntime } from "./runtime/agent-runtime.js";
+import { SessionManager } from "./runtime/session-manager.js";
 import { DEFAULT_SYSTEM_PROMPT } from "./runtime/system-prompt.js";
 import { createLaneScheduler } from "./sessions/lane-scheduler.js";
 import { createSessionStore } from "./sessions/session-store.js";
@@ -108,21 +109,23 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
   });
   let runtime: AgentRuntime | undefined;
   if (model) {
-    const toolkit = createToolkit(createWorkspaceFileTools({ root: workspace }));
-    runtime = {
-      modelName: model.modelName,
-      systemPrompt: (memoryContext) =>
-        [basePrompt, MEMORY_GUIDE, memoryContext].filter((part) => part !== "").join("\n\n"),
-      createAgent: (turn) =>
-        createAgent({
-          model,
-          toolkit,
-          hooks: createHookRegistry(),
-          systemPrompt: turn.systemPrompt,
-          maxIterations: config.agent.maxIterations,
-          logger: logger.child({ sessionKey: turn.sessionKey }),
-        }),
-    };
+    runtime = createAgentRuntime({
+      config,
+      model,
+      compactionModel: config.compaction.model ? modelNamed(config.compaction.model) : model,
+      toolkit: createToolkit(createWorkspaceFileTools({ root: workspace })),
+      tokenCounter,
+      basePrompt,
+      memoryGuide: MEMORY_GUIDE,
+      journal: (sessionKey, reason, messages, summary) =>
+        memory.enqueue(sessionKey, reason, messages, summary),
+      onCompaction: (event) => {
+        if (event.type === "compaction-end" && event.outcome !== "failed" && event.outcome !== "unchanged") {
+          metrics.compactions.inc({ trigger: event.reason });
+        }
+      },
+      logger,
+    });
   } else {
     logger.warn(
       { missing },

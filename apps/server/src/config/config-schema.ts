@@ -140,6 +140,31 @@ export const configSchema = z.strictObject({
       }),
     })
     .prefault({}),
+  compaction: z
+    .strictObject({
+      model: setting(z.string().min(1).optional(), {
+        env: "ALMANAC_COMPACTION_MODEL",
+        description:
+          "Model (on the same endpoint) that writes the rolling summary; a cheaper one is fine. Unset: the chat model.",
+        example: "gpt-4.1-nano",
+      }),
+      notify: setting(z.boolean().default(false), {
+        env: "ALMANAC_COMPACTION_NOTIFY",
+        description: "Tell the user in one line when the context was compacted (before → after tokens).",
+      }),
+      share: setting(z.number().gt(0).lt(1).optional(), {
+        env: "ALMANAC_COMPACTION_SHARE",
+        description:
+          "Fixed share of the usable window at which compaction starts; unset uses the tier table in docs/compaction.md.",
+        example: "0.7",
+      }),
+      ceilingTokens: setting(positiveInt.default(200_000), {
+        env: "ALMANAC_COMPACTION_CEILING_TOKENS",
+        description:
+          "Absolute ceiling of the compaction threshold, so very large windows still compact at a sane size.",
+      }),
+    })
+    .prefault({}),
   agent: z
     .strictObject({
       systemPrompt: setting(z.string().min(1).optional(), {

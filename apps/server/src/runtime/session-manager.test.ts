@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createAgent } from "@almanac/agent";
+import { createToolkit } from "@almanac/agent";
 import {
   type ChatModel,
   type ChatRequest,
@@ -9,11 +9,29 @@ import {
   createMessage,
   createTokenCounter,
   type InboundMessage,
+  silentLogger,
 } from "@almanac/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { loadConfig } from "../config/load-config.js";
 import { createLaneScheduler } from "../sessions/lane-scheduler.js";
 import { createSessionStore } from "../sessions/session-store.js";
+import { createAgentRuntime } from "./agent-runtime.js";
 import { SessionManager } from "./session-manager.js";
+
+/** The real agent runtime (compaction included) over a model fake, with an empty configuration. */
+function testRuntime(chatModel: ChatModel, home: string) {
+  return createAgentRuntime({
+    config: loadConfig({ env: {}, cwd: home, dotenv: false }).config,
+    model: chatModel,
+    compactionModel: chatModel,
+    toolkit: createToolkit([]),
+    tokenCounter: createTokenCounter(),
+    basePrompt: "test",
+    memoryGuide: "",
+    journal: async () => {},
+    logger: silentLogger,
+  });
+}
 
 /** A model at the interface: answers with the number of user messages it was shown, after an optional gate. */
 class CountingModel implements ChatModel {
@@ -60,11 +78,7 @@ function createManager(queueLimit = 4): SessionManager {
   return new SessionManager({
     store: createSessionStore({ dir }),
     scheduler: createLaneScheduler({ maxConcurrent: 4, laneCapacity: queueLimit }),
-    runtime: {
-      modelName: "counting",
-      systemPrompt: () => "test",
-      createAgent: () => createAgent({ model, systemPrompt: "test" }),
-    },
+    runtime: testRuntime(model, dir),
     missingModelSettings: [],
     tokenCounter: createTokenCounter(),
     limits: { maxMessageChars: 1000, turnTimeoutMs: 10_000, idleUnloadMs: 60_000, contextWindow: 10_000 },

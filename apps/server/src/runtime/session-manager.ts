@@ -1,4 +1,4 @@
-import { type Agent, buildPrompt, WorkingMemory } from "@almanac/agent";
+import { buildPrompt, WorkingMemory } from "@almanac/agent";
 import {
   createMessage,
   type InboundMessage,
@@ -15,15 +15,8 @@ import {
 import type { LaneScheduler } from "../sessions/lane-scheduler.js";
 import type { SessionStats } from "../sessions/session-snapshot.js";
 import type { SessionStore, SessionSummary } from "../sessions/session-store.js";
+import type { AgentRuntime } from "./agent-runtime.js";
 import { type ChatCommand, HELP_TEXT, parseCommand } from "./commands.js";
-
-/** Builds the agent for one turn; absent when no model is configured. */
-export interface AgentRuntime {
-  readonly modelName: string;
-  /** The system prompt of a session, given the memory excerpt loaded when the session started. */
-  systemPrompt(memoryContext: string): string;
-  createAgent(turn: { readonly sessionKey: string; readonly systemPrompt: string }): Agent;
-}
 
 /** Optional integrations with long-term memory (the summarizer queue, the memory files). */
 export interface SessionLifecycle {
@@ -199,21 +192,23 @@ export class SessionManager {
     const signals = [laneSignal, timeout];
     if (request.signal) signals.push(request.signal);
     try {
-      const result = await runtime
-        .createAgent({ sessionKey: session.key, systemPrompt: session.systemPrompt })
-        .run({
-          memory: session.memory,
-          signal: AbortSignal.any(signals),
-          ...(request.stream ? { stream: true } : {}),
-          onEvent: (event) => {
-            if (event.type === "text-delta") request.onTextDelta?.(event.text);
-          },
-        });
+      const result = await runtime.runTurn({
+        sessionKey: session.key,
+        systemPrompt: session.systemPrompt,
+        memory: session.memory,
+        // Before every reasoning step (and so before compaction may shorten anything), new messages go to
+        // the transcript as they were said.
+        transcribe: () => this.#transcribe(session, before),
+        signal: AbortSignal.any(signals),
+        ...(request.stream ? { stream: true } : {}),
+        ...(request.onTextDelta ? { onTextDelta: request.onTextDelta } : {}),
+      });
       session.stats = { ...session.stats, turns: session.stats.turns + 1 };
-      const text = result.reply.content
+      const answer = result.reply.content
         .filter((block) => block.type === "text")
         .map((block) => (block.type === "text" ? block.text : ""))
         .join("\n");
+      const text = result.notices.length > 0 ? `_${result.notices.join(" ")}_\n\n${answer}` : answer;
       return { sessionKey: session.key, kind: "reply", text, usage: sumUsage(result.usage) };
     } catch (error) {
       if (timeout.aborted) {
@@ -226,10 +221,7 @@ export class SessionManager {
       throw error;
     } finally {
       // Whatever happened (answer, model error, abort), what the turn added is kept.
-      session.memory.replaceMessages(repairToolPairs(session.memory.messages));
-      const added = session.memory.messages.filter((message) => !before.has(message.id));
-      await this.#options.store.appendTranscript(session.key, added);
-      await this.#save(session, {});
+      await this.#persist(session, before);
     }
   }
 
@@ -256,10 +248,19 @@ export class SessionManager {
         );
       case "history":
         return reply(this.#historyText(session));
-      case "compact":
-        return reply(
-          `Nothing was compacted: context compaction is not part of this build yet. Context: ${this.#contextTokens(session)} of ${this.#options.limits.contextWindow} tokens.`,
-        );
+      case "compact": {
+        const runtime = this.#options.runtime;
+        if (!runtime) return reply("Compaction needs a model; none is configured yet.");
+        const before = new Set(session.memory.messages.map((message) => message.id));
+        const text = await runtime.compact({
+          sessionKey: session.key,
+          systemPrompt: session.systemPrompt,
+          memory: session.memory,
+          ...(command.focus ? { focus: command.focus } : {}),
+        });
+        await this.#persist(session, before);
+        return reply(text);
+      }
     }
   }
 
@@ -327,11 +328,26 @@ export class SessionManager {
     return lines.join("\n");
   }
 
+  /** Appends the messages not yet in the transcript (ids not in `transcribed`), and remembers them. */
+  async #transcribe(session: LoadedSession, transcribed: Set<string>): Promise<void> {
+    const added = session.memory.messages.filter((message) => !transcribed.has(message.id));
+    if (added.length === 0) return;
+    await this.#options.store.appendTranscript(session.key, added);
+    for (const message of added) transcribed.add(message.id);
+  }
+
+  /** Transcribes what is new, then saves the snapshot. */
+  async #persist(session: LoadedSession, transcribed: Set<string>): Promise<void> {
+    session.memory.replaceMessages(repairToolPairs(session.memory.messages));
+    await this.#transcribe(session, transcribed);
+    await this.#save(session, {});
+  }
+
   async #save(session: LoadedSession, extra: Partial<Pick<SessionStats, "openTurn">>): Promise<void> {
     const now = this.#clock();
     session.stats = {
       turns: session.stats.turns,
-      compactions: session.stats.compactions,
+      compactions: Math.max(session.stats.compactions, session.memory.counter("compaction.count")),
       lastActivity: now,
       ...(session.stats.channel === undefined ? {} : { channel: session.stats.channel }),
       messageCount: session.memory.messages.length,

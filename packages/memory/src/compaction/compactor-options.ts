@@ -181,3 +181,16 @@ export function keepBudget(
     maxTokens: Math.floor(rawThreshold * Math.max(resolved.keepShare, resolved.keepMaxShare)),
   };
 }
+
+/**
+ * `/compact` is an explicit request: keep at most half of what is in the prompt, so older turns are
+ * summarized even when the prompt is far below the threshold (the normal tail would keep everything).
+ */
+export function commandKeepBudget(normal: KeepRecentBudget, promptTokens: number): KeepRecentBudget {
+  const half = Math.floor(promptTokens / 2);
+  return {
+    budget: Math.min(normal.budget, half),
+    minMessages: normal.minMessages,
+    maxTokens: Math.min(normal.maxTokens, half),
+  };
+}

@@ -11,6 +11,7 @@ import {
 import { createCompactionHook } from "./compaction-hook.js";
 import {
   type CompactorOptions,
+  commandKeepBudget,
   keepBudget,
   passLimits,
   resolveCompactorOptions,
@@ -194,11 +195,15 @@ export function createCompactor(options: CompactorOptions): Compactor {
     // Giant outputs are cut first (even recent ones), so the split sees their real cost.
     const giant = cutGiantOutputs(active, context, limits);
     const tokens = giant.messages.map((message) => counter.countMessage(message));
-    const split = splitForCompaction(
-      giant.messages,
-      tokens,
-      keepBudget(resolved, rawThreshold, input.reason === "overflow"),
-    );
+    const normalBudget = keepBudget(resolved, rawThreshold, input.reason === "overflow");
+    const budget =
+      input.reason === "command"
+        ? commandKeepBudget(
+            normalBudget,
+            tokens.reduce((sum, count) => sum + count, 0),
+          )
+        : normalBudget;
+    const split = splitForCompaction(giant.messages, tokens, budget);
     const old = compressOldMessages(
       giant.messages,
       (index) => isCompactedIndex(split, index),
