@@ -1,2 +1,2 @@
-export * from "./summarizer/index.js";
 export * from "./compaction/index.js";
+export * from "./summarizer/index.js";
