@@ -8,6 +8,8 @@ import { errorBody, installErrorHandler } from "./http/http-errors.js";
 import type { MemoryServices } from "./memory-services.js";
 import type { ServerMetrics } from "./metrics.js";
 import { registerAdminRoutes, type ServerInfo } from "./routes/admin-routes.js";
+import { registerConsole } from "./routes/console.js";
+import { registerIndexRoutes } from "./routes/index-routes.js";
 import { registerMemoryRoutes } from "./routes/memory-routes.js";
 import { registerOpenAIRoutes } from "./routes/openai-routes.js";
 import { registerWebhookRoutes } from "./routes/webhook-routes.js";
@@ -102,5 +104,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   registerAdminRoutes(app, deps.sessions, deps.info);
   registerMemoryRoutes(app, deps.memory);
   await registerWebhookRoutes(app, deps.webhooks ?? {});
+  await registerIndexRoutes(app);
+  await registerConsole(app, { sessions: deps.sessions });
   return app;
 }
