@@ -198,6 +198,55 @@ export const configSchema = z.strictObject({
       }),
     })
     .prefault({}),
+  embedding: z
+    .strictObject({
+      baseUrl: setting(httpUrl.optional(), {
+        env: "ALMANAC_EMBEDDING_BASE_URL",
+        description:
+          "OpenAI-compatible embeddings endpoint (OpenAI, DashScope, Ollama, vLLM, TEI…). Unset: full-text search only.",
+        example: "https://api.openai.com/v1",
+      }),
+      apiKey: setting(z.string().min(1).optional(), {
+        env: "ALMANAC_EMBEDDING_API_KEY",
+        description: "API key for the embeddings endpoint.",
+        secret: true,
+        example: "sk-...",
+      }),
+      model: setting(z.string().min(1).optional(), {
+        env: "ALMANAC_EMBEDDING_MODEL",
+        description: "Embedding model name.",
+        example: "text-embedding-3-small",
+      }),
+      dimensions: setting(positiveInt.optional(), {
+        env: "ALMANAC_EMBEDDING_DIMENSIONS",
+        description: "Vector size to request (models that support it); unset: the model's own.",
+        example: "1024",
+      }),
+    })
+    .prefault({}),
+  index: z
+    .strictObject({
+      backend: setting(z.enum(["sqlite", "qdrant"]).default("sqlite"), {
+        env: "ALMANAC_INDEX_BACKEND",
+        description: "Memory index backend: the embedded SQLite file (state/index.sqlite) or Qdrant.",
+      }),
+      qdrantUrl: setting(httpUrl.optional(), {
+        env: "ALMANAC_QDRANT_URL",
+        description: "Qdrant URL when ALMANAC_INDEX_BACKEND=qdrant.",
+        example: "http://qdrant:6333",
+      }),
+      qdrantApiKey: setting(z.string().min(1).optional(), {
+        env: "ALMANAC_QDRANT_API_KEY",
+        description: "Qdrant API key, if the server requires one.",
+        secret: true,
+        example: "qdrant-key",
+      }),
+      qdrantCollection: setting(z.string().min(1).default("almanac-memory"), {
+        env: "ALMANAC_QDRANT_COLLECTION",
+        description: "Qdrant collection for this workspace (one per workspace).",
+      }),
+    })
+    .prefault({}),
   memory: z
     .strictObject({
       timeZone: setting(
