@@ -8,6 +8,7 @@ import {
   type MemoryFileStore,
   type SummaryQueue,
 } from "@almanac/memory";
+import writeFileAtomic from "write-file-atomic";
 import type { AlmanacConfig } from "./config/config-schema.js";
 
 /** Long-term memory as the server uses it: the Markdown files and the summarizer queue. */
@@ -27,6 +28,19 @@ export interface MemoryServices {
     summary?: string,
   ): Promise<void>;
   stop(deadlineMs: number): Promise<void>;
+  /**
+   * How the chat agent's file tools write: memory files (`MEMORY.md`, `memory/**.md`) go through the
+   * write-safe store (backup, shrink guard), everything else is written atomically.
+   */
+  writeWorkspaceText(
+    target: { readonly absolute: string; readonly shown: string },
+    content: string,
+  ): Promise<void>;
+}
+
+/** True for the files the memory store guards: `MEMORY.md` and Markdown under `memory/`. */
+export function isMemoryFilePath(shown: string): boolean {
+  return shown === "MEMORY.md" || (shown.startsWith("memory/") && shown.endsWith(".md"));
 }
 
 /** Creates the memory file store and, when a model is available, starts the summarizer queue. */
@@ -81,6 +95,13 @@ export async function createMemoryServices(options: {
     },
     async stop(deadlineMs) {
       await queue?.stop({ deadlineMs });
+    },
+    async writeWorkspaceText(target, content) {
+      if (isMemoryFilePath(target.shown)) {
+        await store.write(target.shown, content);
+        return;
+      }
+      await writeFileAtomic(target.absolute, content, { encoding: "utf8" });
     },
   };
 }

@@ -113,7 +113,12 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
       config,
       model,
       compactionModel: config.compaction.model ? modelNamed(config.compaction.model) : model,
-      toolkit: createToolkit(createWorkspaceFileTools({ root: workspace })),
+      toolkit: createToolkit(
+        createWorkspaceFileTools({
+          root: workspace,
+          writeText: (target, content) => memory.writeWorkspaceText(target, content),
+        }),
+      ),
       tokenCounter,
       basePrompt,
       memoryGuide: MEMORY_GUIDE,

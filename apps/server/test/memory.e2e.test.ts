@@ -65,9 +65,11 @@ describe("long-term memory through the server", () => {
       "the daily log",
     );
     expect(await readFile(file, "utf8")).toContain("- Deploy key for staging is K-77 (from chat).");
-    const jobs = (await (await running.api("/api/summarizer/jobs")).json()) as {
-      stats: { done: number; parked: number };
-    };
+    let jobs = { stats: { done: 0, parked: 0 } };
+    for (let attempt = 0; attempt < 100 && jobs.stats.done === 0; attempt += 1) {
+      jobs = (await (await running.api("/api/summarizer/jobs")).json()) as typeof jobs;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     expect(jobs.stats).toMatchObject({ done: 1, parked: 0 });
   });
 
@@ -144,5 +146,30 @@ describe("long-term memory through the server", () => {
     await chat(running, "fresh", "hello");
     const system = running.llm.chatRequests()[0]?.messages[0];
     expect(String(system?.content)).toContain("Deploys happen on Tuesdays only.");
+  });
+
+  it("'remember that …' updates MEMORY.md through the write-safe store; a destructive rewrite is refused to the model", async () => {
+    running = await startTestServer();
+    const { llm } = running;
+    const long = `# Memory\n\n## Preferences\n${Array.from({ length: 12 }, (_, index) => `- Preference number ${index}: keep it.`).join("\n")}\n`;
+    llm.enqueue(
+      script.toolCalls([{ name: "write_file", arguments: { path: "MEMORY.md", content: long } }]),
+      script.text("Saved."),
+      script.toolCalls([
+        { name: "append_file", arguments: { path: "MEMORY.md", content: "- The dentist is on Fridays.\n" } },
+      ]),
+      script.text("Remembered."),
+      script.toolCalls([{ name: "write_file", arguments: { path: "MEMORY.md", content: "# Memory\n" } }]),
+      script.text("I could not overwrite it."),
+    );
+    await chat(running, "remember", "Start my memory file.");
+    expect(await chat(running, "remember", "Remember that the dentist is on Fridays.")).toBe("Remembered.");
+    const file = await readFile(join(running.home, "workspace", "MEMORY.md"), "utf8");
+    expect(file).toContain("- The dentist is on Fridays.");
+    await chat(running, "remember", "Wipe it.");
+    expect(await readFile(join(running.home, "workspace", "MEMORY.md"), "utf8")).toBe(file);
+    const refusal = llm.chatRequests().at(-1)?.messages.at(-1);
+    expect(refusal?.role).toBe("tool");
+    expect(String(refusal?.content)).toMatch(/shrink|most of/i);
   });
 });

@@ -205,3 +205,34 @@ describe("list_files", () => {
     });
   });
 });
+
+describe("workspace file tools with a custom writer", () => {
+  it("send every whole-file write, edit and append through writeText, and report its refusal to the model", async () => {
+    const root = await mkdtemp(path.join(tmpdir(), "almanac-writer-"));
+    try {
+      const writes: Array<{ shown: string; content: string }> = [];
+      const tools = createWorkspaceFileTools({
+        root,
+        writeText: async (target, content) => {
+          if (content.includes("forbidden")) throw new Error("refused by the store");
+          writes.push({ shown: target.shown, content });
+          await writeFile(target.absolute, content);
+        },
+      });
+      const toolkit = createToolkit(tools);
+      const call = (name: string, args: Record<string, unknown>) =>
+        toolkit.execute({ type: "tool_call", id: name, name, arguments: JSON.stringify(args) });
+      await call("write_file", { path: "MEMORY.md", content: "- a\n" });
+      await call("append_file", { path: "MEMORY.md", content: "- b\n" });
+      await call("edit_file", { path: "MEMORY.md", old_text: "- a", new_text: "- A" });
+      expect(writes.map((write) => write.content)).toEqual(["- a\n", "- a\n- b\n", "- A\n- b\n"]);
+      const refused = await call("write_file", { path: "MEMORY.md", content: "forbidden" });
+      expect(refused).toMatchObject({
+        isError: true,
+        content: expect.stringContaining("refused by the store"),
+      });
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});

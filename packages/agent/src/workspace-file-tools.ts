@@ -24,6 +24,16 @@ export interface WorkspaceFileToolsOptions {
   readonly maxReadLines?: number;
   /** Most entries one `list_files` call returns. Default 1000. */
   readonly maxListEntries?: number;
+  /**
+   * Replaces how a whole file is written (default: atomic write). The server routes memory files
+   * (`MEMORY.md`, `memory/**`) through its write-safe store here: backups, shrink guard. When set,
+   * `append_file` reads the file and writes it whole through this function too. Errors it throws reach
+   * the model as tool errors.
+   */
+  readonly writeText?: (
+    target: { readonly absolute: string; readonly shown: string },
+    content: string,
+  ) => Promise<void>;
 }
 
 const pathField = z.string().describe("Path relative to the workspace root, e.g. notes/todo.md");
@@ -83,6 +93,10 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
     1000,
     "createWorkspaceFileTools: maxListEntries",
   );
+  const writeText =
+    options.writeText ??
+    ((target: { readonly absolute: string }, content: string) =>
+      writeFileAtomic(target.absolute, content, { encoding: "utf8" }));
 
   const readFileTool = defineTool({
     name: "read_file",
@@ -134,7 +148,7 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
       if (kind === "directory") throw notAFileError(target.shown);
       await ensureParent(target);
       try {
-        await writeFileAtomic(target.absolute, content, { encoding: "utf8" });
+        await writeText(target, content);
       } catch (error) {
         throw toWorkspaceError(error, target.shown);
       }
@@ -179,9 +193,7 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
       if (oldText === newText)
         return { content: "old_text and new_text are the same; nothing changed.", isError: true };
       try {
-        await writeFileAtomic(target.absolute, replaceAt(text, found, oldText.length, newText), {
-          encoding: "utf8",
-        });
+        await writeText(target, replaceAt(text, found, oldText.length, newText));
       } catch (error) {
         throw toWorkspaceError(error, target.shown);
       }
@@ -204,7 +216,12 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
       const kind = await existingKind(target);
       await ensureParent(target);
       try {
-        await appendFile(target.absolute, content, "utf8");
+        if (options.writeText) {
+          const existing = kind === "missing" ? "" : await readTextFile(target);
+          await options.writeText(target, existing + content);
+        } else {
+          await appendFile(target.absolute, content, "utf8");
+        }
       } catch (error) {
         throw toWorkspaceError(error, target.shown);
       }
