@@ -28,7 +28,11 @@ let skipped = 0;
 if (existsSync(resultsFile)) {
   const report = JSON.parse(readFileSync(resultsFile, "utf8"));
   passed = report.numPassedTests ?? 0;
-  failed = (report.numFailedTests ?? 0) + (report.numFailedTestSuites ?? 0);
+  // A file that failed to load has no test results of its own: count it as one failure.
+  const brokenFiles = (report.testResults ?? []).filter(
+    (file) => file.status === "failed" && (file.assertionResults ?? []).length === 0,
+  ).length;
+  failed = (report.numFailedTests ?? 0) + brokenFiles;
   skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
 } else {
   failed = 1;

@@ -2,9 +2,19 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { splitMessage } from "./split-message.js";
 
+/** True when no code fence is left open at the end (CommonMark: only a bare fence closes one). */
 function fencesBalanced(chunk: string): boolean {
-  const fences = chunk.split("\n").filter((line) => /^\s*(`{3,}|~{3,})/.test(line));
-  return fences.length % 2 === 0;
+  let open: string | undefined;
+  for (const line of chunk.split("\n")) {
+    const trimmed = line.trim();
+    if (open === undefined) {
+      const opening = /^(`{3,}|~{3,})/.exec(trimmed);
+      if (opening) open = opening[1];
+    } else if (trimmed.startsWith(open) && /^[`~]+$/.test(trimmed)) {
+      open = undefined;
+    }
+  }
+  return open === undefined;
 }
 
 describe("splitMessage", () => {
@@ -51,6 +61,13 @@ describe("splitMessage", () => {
   it("splits a single long line without spaces at the limit", () => {
     const chunks = splitMessage("x".repeat(5000), 2000);
     expect(chunks.map((chunk) => chunk.length)).toEqual([2000, 2000, 1000]);
+  });
+
+  it("treats a fence line with an info string inside a code block as content, not as a closing fence", () => {
+    const text = ["```", "   ", "```js", "        ", "", "```", "", "```js", "   "].join("\n");
+    const chunks = splitMessage(text, 40);
+    expect(chunks).toEqual(["```\n   \n```js\n        \n\n```", "```js\n   \n```"]);
+    for (const chunk of chunks) expect(fencesBalanced(chunk)).toBe(true);
   });
 
   it("never exceeds the limit, never leaves a fence open and loses no words (property)", () => {
