@@ -65,7 +65,7 @@ describe("splitMessage", () => {
 
   it("treats a fence line with an info string inside a code block as content, not as a closing fence", () => {
     const text = ["```", "   ", "```js", "        ", "", "```", "", "```js", "   "].join("\n");
-    const chunks = splitMessage(text, 40);
+    const chunks = splitMessage(text, 32);
     expect(chunks).toEqual(["```\n   \n```js\n        \n\n```", "```js\n   \n```"]);
     for (const chunk of chunks) expect(fencesBalanced(chunk)).toBe(true);
   });
