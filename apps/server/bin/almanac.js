@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Entry point of the `almanac` command. Runs the TypeScript sources through tsx's loader.
+// Entry point of the `almanac` command (start, doctor, sessions, memory, chat; see docs/cli.md).
+// Runs the TypeScript sources through tsx's loader.
 import { register } from "tsx/esm/api";
 
 register();

@@ -104,7 +104,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   registerAdminRoutes(app, deps.sessions, deps.info);
   registerMemoryRoutes(app, deps.memory);
   await registerWebhookRoutes(app, deps.webhooks ?? {});
-  await registerIndexRoutes(app);
+  await registerIndexRoutes(app, deps.memory);
   await registerConsole(app, { sessions: deps.sessions });
   return app;
 }

@@ -1,33 +1,24 @@
-import { isAlmanacError } from "@almanac/core";
-import { startServer } from "./server.js";
+import type { Writable } from "node:stream";
+import { runCli } from "./cli/cli.js";
 
-/** `almanac start`: runs the server until SIGINT/SIGTERM, then stops gracefully and exits 0. */
-export async function main(): Promise<void> {
-  let server: Awaited<ReturnType<typeof startServer>>;
-  try {
-    server = await startServer({ env: process.env, cwd: process.cwd() });
-  } catch (error) {
-    if (isAlmanacError(error) && error.category === "user") {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(78); // EX_CONFIG
-    }
-    throw error;
-  }
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) {
-      process.stderr.write(`${signal} again: exiting now\n`);
-      process.exit(1);
-    }
-    stopping = true;
-    server.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        process.stderr.write(`shutdown failed: ${String(error)}\n`);
-        process.exit(1);
-      },
-    );
-  };
-  process.on("SIGINT", () => stop("SIGINT"));
-  process.on("SIGTERM", () => stop("SIGTERM"));
+/** Resolves once everything written to the stream so far has been handed to the OS. */
+function flushed(stream: Writable): Promise<void> {
+  return new Promise((resolve) => stream.write("", () => resolve()));
+}
+
+/**
+ * The `almanac` command: runs the CLI on the process's arguments, streams and environment, then exits with
+ * its code (`almanac start` returns only after a graceful stop). See docs/cli.md.
+ */
+export async function main(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
+  const code = await runCli(argv, {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    stdin: process.stdin,
+    env: process.env,
+    cwd: process.cwd(),
+    onSignal: (signal, handler) => process.on(signal, handler),
+  });
+  await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+  process.exit(code);
 }

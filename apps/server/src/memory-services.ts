@@ -1,12 +1,24 @@
 import { join } from "node:path";
-import type { ChatModel, Logger, Message, TokenCounter } from "@almanac/core";
+import type { Tool } from "@almanac/agent";
+import { type ChatModel, type Logger, type Message, type TokenCounter, UserError } from "@almanac/core";
+import { createOpenAIEmbedder } from "@almanac/llm";
 import {
   buildMemoryContext,
+  createEmbeddingGate,
   createMemoryFileStore,
+  createMemoryIndexer,
+  createMemorySearch,
+  createMemoryTools,
+  createQdrantIndex,
+  createSqliteIndex,
   createSummarizer,
   createSummaryQueue,
   type MemoryFileStore,
+  type MemoryIndexBackend,
+  type MemoryIndexer,
+  type MemorySearch,
   type SummaryQueue,
+  type SyncProgress,
 } from "@almanac/memory";
 import writeFileAtomic from "write-file-atomic";
 import type { AlmanacConfig } from "./config/config-schema.js";
@@ -18,6 +30,14 @@ export interface MemoryServices {
   readonly queue: SummaryQueue | undefined;
   readonly timeZone: string;
   readonly workspace: string;
+  readonly search: MemorySearch;
+  readonly indexer: MemoryIndexer;
+  /** `memory_search` and `memory_get` for the chat agent. */
+  readonly tools: readonly Tool[];
+  /** The index's state for the admin API: counts, last sync, embedding mode, a running sync's progress. */
+  indexStatus(): Promise<Record<string, unknown>>;
+  /** Starts a full rebuild in the background; false when one is already running. */
+  startReindex(): boolean;
   /** The bounded excerpt of MEMORY.md and recent daily logs for a session's system prompt. */
   memoryContext(): Promise<string>;
   /** Journals a conversation's messages for the daily logs (no-op without a model). */
@@ -56,6 +76,48 @@ export async function createMemoryServices(options: {
   const stateDir = join(config.home, "state");
   const timeZone = config.memory.timeZone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
   const store = createMemoryFileStore({ workspace, stateDir, logger });
+  const backend = await createIndexBackend(config, logger);
+  const { embedding } = config;
+  const embeddings = createEmbeddingGate({
+    ...(embedding.baseUrl && embedding.model
+      ? {
+          embedder: createOpenAIEmbedder({
+            baseURL: embedding.baseUrl,
+            apiKey: embedding.apiKey ?? "",
+            model: embedding.model,
+            ...(embedding.dimensions === undefined ? {} : { dimensions: embedding.dimensions }),
+            logger,
+          }),
+        }
+      : {}),
+    logger,
+  });
+  const search = createMemorySearch({ backend, embedder: embeddings, logger });
+  const indexer = createMemoryIndexer({ workspace, backend, embedder: embeddings, logger });
+  let syncing: { kind: "sync" | "reindex"; progress?: SyncProgress } | undefined = { kind: "sync" };
+  let lastError: string | undefined;
+  const track = (
+    kind: "sync" | "reindex",
+    run: (onProgress: (progress: SyncProgress) => void) => Promise<unknown>,
+  ) => {
+    syncing = { kind };
+    return run((progress) => {
+      syncing = { kind, progress };
+    })
+      .then(() => {
+        lastError = undefined;
+      })
+      .catch((error: unknown) => {
+        lastError = error instanceof Error ? error.message : String(error);
+        logger.error({ err: error }, `memory index ${kind} failed`);
+      })
+      .finally(() => {
+        syncing = undefined;
+      });
+  };
+  // The start-up sync runs in the background (large workspaces take a while); the watcher starts first so
+  // no edit made meanwhile is missed.
+  const startup = indexer.watch().then(() => track("sync", (onProgress) => indexer.sync({ onProgress })));
   let queue: SummaryQueue | undefined;
   if (options.summarizerModel) {
     const run = createSummarizer({
@@ -75,6 +137,23 @@ export async function createMemoryServices(options: {
     queue,
     timeZone,
     workspace,
+    search,
+    indexer,
+    tools: createMemoryTools({ search, workspace }),
+    async indexStatus() {
+      const status = await indexer.status();
+      return {
+        state: syncing ? (syncing.kind === "reindex" ? "reindexing" : "syncing") : "idle",
+        ...(syncing?.progress ? { progress: syncing.progress } : {}),
+        ...(lastError ? { lastError } : {}),
+        ...status,
+      };
+    },
+    startReindex() {
+      if (syncing) return false;
+      void track("reindex", (onProgress) => indexer.reindex({ onProgress }));
+      return true;
+    },
     memoryContext: () =>
       buildMemoryContext({
         store,
@@ -95,6 +174,9 @@ export async function createMemoryServices(options: {
     },
     async stop(deadlineMs) {
       await queue?.stop({ deadlineMs });
+      await startup.catch(() => {});
+      await indexer.close();
+      await backend.close();
     },
     async writeWorkspaceText(target, content) {
       if (isMemoryFilePath(target.shown)) {
@@ -104,4 +186,35 @@ export async function createMemoryServices(options: {
       await writeFileAtomic(target.absolute, content, { encoding: "utf8" });
     },
   };
+}
+
+/** The configured index backend: the embedded SQLite file, or Qdrant. */
+async function createIndexBackend(config: AlmanacConfig, logger: Logger): Promise<MemoryIndexBackend> {
+  const { index, embedding } = config;
+  if (index.backend === "qdrant") {
+    if (!index.qdrantUrl) {
+      throw new UserError(
+        "config.invalid",
+        "ALMANAC_INDEX_BACKEND=qdrant needs ALMANAC_QDRANT_URL (e.g. http://qdrant:6333).",
+      );
+    }
+    if (embedding.dimensions === undefined) {
+      throw new UserError(
+        "config.invalid",
+        "The Qdrant backend needs the vector size up front: set ALMANAC_EMBEDDING_DIMENSIONS (and an embedding model).",
+      );
+    }
+    return createQdrantIndex({
+      url: index.qdrantUrl,
+      ...(index.qdrantApiKey ? { apiKey: index.qdrantApiKey } : {}),
+      collection: index.qdrantCollection,
+      dimensions: embedding.dimensions,
+      logger,
+    });
+  }
+  return createSqliteIndex({
+    path: join(config.home, "state", "index.sqlite"),
+    ...(embedding.dimensions === undefined ? {} : { dimensions: embedding.dimensions }),
+    logger,
+  });
 }

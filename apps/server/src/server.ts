@@ -113,12 +113,13 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
       config,
       model,
       compactionModel: config.compaction.model ? modelNamed(config.compaction.model) : model,
-      toolkit: createToolkit(
-        createWorkspaceFileTools({
+      toolkit: createToolkit([
+        ...memory.tools,
+        ...createWorkspaceFileTools({
           root: workspace,
           writeText: (target, content) => memory.writeWorkspaceText(target, content),
         }),
-      ),
+      ]),
       tokenCounter,
       basePrompt,
       memoryGuide: MEMORY_GUIDE,

@@ -1,2 +1,3 @@
 export * from "./compaction/index.js";
+export * from "./memory-index/index.js";
 export * from "./summarizer/index.js";

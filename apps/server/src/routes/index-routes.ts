@@ -1,4 +1,42 @@
+import { UserError } from "@almanac/core";
 import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import type { MemoryServices } from "../memory-services.js";
 
-/** Memory search and index routes (work in progress: registered once the memory index is wired). */
-export async function registerIndexRoutes(_app: FastifyInstance): Promise<void> {}
+const searchQuery = z.object({
+  q: z.string().min(1, "q (the query) is required").max(2000),
+  maxResults: z.coerce.number().int().min(1).max(100).optional(),
+  minScore: z.coerce.number().min(0).max(1).optional(),
+});
+
+/** Memory search and index routes under `/api` (bearer token required by the auth hook). */
+export async function registerIndexRoutes(app: FastifyInstance, memory: MemoryServices): Promise<void> {
+  app.get(
+    "/api/memory/search",
+    { schema: { tags: ["memory"], summary: "Hybrid search over MEMORY.md and memory/**" } },
+    async (request) => {
+      const parsed = searchQuery.safeParse(request.query);
+      if (!parsed.success) throw new UserError("request.invalid", z.prettifyError(parsed.error));
+      const { q, maxResults, minScore } = parsed.data;
+      return memory.search.search(q, {
+        ...(maxResults === undefined ? {} : { maxResults }),
+        ...(minScore === undefined ? {} : { minScore }),
+      });
+    },
+  );
+
+  app.get(
+    "/api/memory/index",
+    { schema: { tags: ["memory"], summary: "Index status: files, chunks, embeddings, last sync" } },
+    async () => memory.indexStatus(),
+  );
+
+  app.post(
+    "/api/memory/index/reindex",
+    { schema: { tags: ["memory"], summary: "Rebuild the index from the Markdown" } },
+    async (_request, reply) => {
+      const started = memory.startReindex();
+      return reply.status(started ? 202 : 409).send({ started, status: await memory.indexStatus() });
+    },
+  );
+}

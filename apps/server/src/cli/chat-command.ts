@@ -1,0 +1,128 @@
+import { createInterface } from "node:readline";
+import { type AdminClient, CliError, createAdminClient, resolveTarget } from "./admin-client.js";
+import { type CliContext, EXIT, writeLine } from "./cli-context.js";
+
+/** Options of `almanac chat`. */
+export interface ChatOptions {
+  /** `--session ID`: the conversation (sent as X-Almanac-Session); default `cli`. */
+  readonly session?: string;
+}
+
+/** One parsed server-sent event payload of a streamed chat completion. */
+type StreamEvent = { readonly delta: string } | { readonly error: string } | { readonly done: true };
+
+function parseEvent(data: string): StreamEvent | undefined {
+  if (data === "[DONE]") return { done: true };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    return undefined;
+  }
+  const body = (typeof parsed === "object" && parsed !== null ? parsed : {}) as {
+    error?: { message?: unknown };
+    choices?: Array<{ delta?: { content?: unknown } }>;
+  };
+  if (body.error !== undefined) {
+    return { error: typeof body.error.message === "string" ? body.error.message : "the turn failed" };
+  }
+  const content = body.choices?.[0]?.delta?.content;
+  return typeof content === "string" && content !== "" ? { delta: content } : undefined;
+}
+
+/** Reads the `data:` lines of an SSE body and yields each event as it arrives. */
+async function* readEvents(response: Response): AsyncGenerator<StreamEvent> {
+  if (!response.body) return;
+  const decoder = new TextDecoder();
+  let buffer = "";
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, { stream: true });
+    let newline = buffer.indexOf("\n");
+    while (newline >= 0) {
+      const line = buffer.slice(0, newline).replace(/\r$/, "");
+      buffer = buffer.slice(newline + 1);
+      newline = buffer.indexOf("\n");
+      if (!line.startsWith("data:")) continue;
+      const event = parseEvent(line.slice(5).trim());
+      if (event !== undefined) yield event;
+    }
+  }
+}
+
+/** Sends one message and prints the reply's deltas as they arrive; returns false when the turn failed. */
+async function ask(
+  context: CliContext,
+  client: AdminClient,
+  session: string,
+  text: string,
+): Promise<boolean> {
+  const response = await client.raw(
+    "POST",
+    "/v1/chat/completions",
+    { model: "almanac", stream: true, messages: [{ role: "user", content: text }] },
+    { "x-almanac-session": session },
+  );
+  const { stdout, stderr } = context.io;
+  let wroteText = false;
+  for await (const event of readEvents(response)) {
+    if ("delta" in event) {
+      stdout.write(event.delta);
+      wroteText = true;
+    } else if ("error" in event) {
+      if (wroteText) writeLine(stdout);
+      writeLine(stderr, `error: ${event.error}`);
+      return false;
+    } else {
+      break;
+    }
+  }
+  writeLine(stdout);
+  return true;
+}
+
+/**
+ * `almanac chat`: a terminal conversation with one session. Reads lines from stdin (a prompt on a terminal),
+ * answers each, and stops at `/exit` or end of input (Ctrl-D), so it can also be scripted with a pipe.
+ */
+export async function chatCommand(context: CliContext, options: ChatOptions = {}): Promise<number> {
+  const session = options.session ?? "cli";
+  const client = createAdminClient(resolveTarget(context), context.fetch);
+  const interactive = context.io.stdin.isTTY === true;
+  const lines = createInterface({ input: context.io.stdin, terminal: interactive, crlfDelay: Infinity });
+  const prompt = () => {
+    if (interactive) context.io.stdout.write("you> ");
+  };
+  if (interactive) {
+    writeLine(
+      context.io.stdout,
+      `Chatting with session "${session}" at ${client.baseUrl}. /exit or Ctrl-D quits.`,
+    );
+    lines.on("SIGINT", () => lines.close());
+  }
+  let failures = 0;
+  try {
+    prompt();
+    for await (const line of lines) {
+      const text = line.trim();
+      if (text === "/exit" || text === "/quit") break;
+      if (text !== "") {
+        try {
+          if (!(await ask(context, client, session, text))) failures += 1;
+        } catch (error) {
+          // Unreachable server or refused token end the chat; a failed turn does not.
+          if (!(error instanceof CliError) || error.exitCode !== EXIT.failure) throw error;
+          writeLine(context.io.stderr, `error: ${error.message}`);
+          failures += 1;
+        }
+      }
+      prompt();
+    }
+  } finally {
+    lines.close();
+  }
+  if (interactive) writeLine(context.io.stdout);
+  return failures === 0 ? EXIT.ok : EXIT.failure;
+}

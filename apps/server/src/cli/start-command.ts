@@ -1,0 +1,41 @@
+import { isAlmanacError } from "@almanac/core";
+import { type ServerHandle, startServer } from "../server.js";
+import { type CliContext, EXIT, writeLine } from "./cli-context.js";
+
+/**
+ * `almanac start`: runs the server until SIGINT/SIGTERM, then stops gracefully. Resolves with the exit code
+ * once stopped: 0 after a clean stop, 1 when a second signal cuts the shutdown short or it fails, 78 when the
+ * configuration is invalid.
+ */
+export async function startCommand(context: CliContext): Promise<number> {
+  let server: ServerHandle;
+  try {
+    server = await startServer({ env: context.env, cwd: context.io.cwd });
+  } catch (error) {
+    if (isAlmanacError(error) && error.category === "user") {
+      writeLine(context.io.stderr, error.message);
+      return EXIT.config;
+    }
+    throw error;
+  }
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) {
+        writeLine(context.io.stderr, `${signal} again: exiting now`);
+        resolve(EXIT.failure);
+        return;
+      }
+      stopping = true;
+      server.close().then(
+        () => resolve(EXIT.ok),
+        (error: unknown) => {
+          writeLine(context.io.stderr, `shutdown failed: ${String(error)}`);
+          resolve(EXIT.failure);
+        },
+      );
+    };
+    context.io.onSignal?.("SIGINT", () => stop("SIGINT"));
+    context.io.onSignal?.("SIGTERM", () => stop("SIGTERM"));
+  });
+}

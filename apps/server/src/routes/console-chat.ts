@@ -1,0 +1,100 @@
+import { randomUUID } from "node:crypto";
+import { formatSessionKey, type InboundMessage, UserError } from "@almanac/core";
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import type { SessionManager } from "../runtime/session-manager.js";
+
+const consoleChatBody = z.object({
+  conversation: z.string().trim().min(1, "conversation must not be empty").max(200),
+  message: z.string(),
+});
+
+/** One server-sent event of `POST /api/console/chat`. */
+export type ConsoleChatEvent =
+  | { readonly type: "delta"; readonly text: string }
+  | { readonly type: "done"; readonly text: string; readonly sessionKey: string }
+  | { readonly type: "error"; readonly message: string; readonly code: string };
+
+/** The session key of a console conversation: the console is its own channel, `web`. */
+export function consoleSessionKey(conversation: string): string {
+  return formatSessionKey({ channel: "web", account: "default", kind: "web", id: conversation });
+}
+
+/**
+ * `POST /api/console/chat`: one turn for the web console, answered as server-sent events
+ * (`delta`… then `done` or `error`). Errors before the first event are ordinary JSON errors with a status.
+ */
+export function registerConsoleChat(app: FastifyInstance, sessions: SessionManager): void {
+  app.post(
+    "/api/console/chat",
+    {
+      schema: {
+        tags: ["console"],
+        summary: "Chat from the web console (server-sent events: delta, done, error)",
+      },
+    },
+    async (request, reply) => {
+      const parsed = consoleChatBody.safeParse(request.body);
+      if (!parsed.success)
+        throw new UserError(
+          "request.invalid",
+          `Body must be {conversation, message}: ${z.prettifyError(parsed.error)}`,
+        );
+      const { conversation, message } = parsed.data;
+      const sessionKey = consoleSessionKey(conversation);
+      const inbound: InboundMessage = {
+        sessionKey,
+        channel: "web",
+        id: randomUUID(),
+        account: "default",
+        conversation: { kind: "web", id: conversation },
+        sender: { id: "console" },
+        mentioned: true,
+        text: message,
+        receivedAt: Date.now(),
+      };
+      const abort = new AbortController();
+      // The browser navigating away closes the response before it finished: stop the turn then.
+      reply.raw.on("close", () => {
+        if (!reply.raw.writableFinished) abort.abort();
+      });
+
+      // Headers go out with the first event, so errors before it still get a proper status and JSON body.
+      let started = false;
+      const send = (event: ConsoleChatEvent) => {
+        if (!started) {
+          reply.hijack();
+          reply.raw.writeHead(200, {
+            "content-type": "text/event-stream; charset=utf-8",
+            "cache-control": "no-cache",
+            connection: "keep-alive",
+            "x-almanac-session": sessionKey,
+          });
+          started = true;
+        }
+        reply.raw.write(`data: ${JSON.stringify(event)}\n\n`);
+      };
+      try {
+        const result = await sessions.handle({
+          inbound,
+          stream: true,
+          signal: abort.signal,
+          onTextDelta: (text) => send({ type: "delta", text }),
+        });
+        send({ type: "done", text: result.text, sessionKey });
+        reply.raw.end();
+      } catch (error) {
+        if (!started) throw error;
+        request.log.error({ err: error }, "console turn failed");
+        const message =
+          error instanceof UserError
+            ? error.message
+            : "The assistant failed while answering; see the server log.";
+        const code = error instanceof UserError ? error.code : "turn.failed";
+        reply.raw.write(`data: ${JSON.stringify({ type: "error", message, code })}\n\n`);
+        reply.raw.end();
+      }
+      return reply;
+    },
+  );
+}

@@ -1,0 +1,85 @@
+/**
+ * Recall@5 on the retrieval-quality set (packages/memory/fixtures/retrieval): plain substring
+ * search (the baseline), full-text only, and hybrid with the test kit's local scripted embedder
+ * (hashed-word vectors: lexical, not semantic, so it shows the plumbing rather than a real model).
+ * Run: npx tsx bench/retrieval-quality.ts   (not part of the test run)
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import type { Embedder } from "../packages/core/src/index.js";
+import { createOpenAIEmbedder } from "../packages/llm/src/index.js";
+import { createMemoryIndexer } from "../packages/memory/src/memory-index/memory-indexer.js";
+import { createMemorySearch } from "../packages/memory/src/memory-index/memory-search.js";
+import {
+  createSubstringBaseline,
+  loadRetrievalSet,
+  type RetrievalQuestion,
+  recallAtK,
+} from "../packages/memory/src/memory-index/retrieval-set.js";
+import { createSqliteIndex } from "../packages/memory/src/memory-index/sqlite-index.js";
+import { startScriptedLlm } from "../packages/testkit/src/index.js";
+
+type Ranking = (question: string) => Promise<readonly string[]>;
+
+async function searchRanking(workspace: string, directory: string, embedder?: Embedder): Promise<Ranking> {
+  const backend = createSqliteIndex({
+    path: path.join(directory, `${embedder === undefined ? "text" : "hybrid"}.sqlite`),
+  });
+  await createMemoryIndexer({ workspace, backend, ...(embedder === undefined ? {} : { embedder }) }).sync();
+  const search = createMemorySearch({ backend, ...(embedder === undefined ? {} : { embedder }) });
+  return async (question) =>
+    (await search.search(question, { maxResults: 10, minScore: 0 })).results.map((r) => r.path);
+}
+
+async function report(
+  label: string,
+  questions: readonly RetrievalQuestion[],
+  rank: Ranking,
+): Promise<string[]> {
+  const cached = new Map<string, readonly string[]>();
+  const memo: Ranking = async (question) => {
+    const known = cached.get(question);
+    if (known !== undefined) return known;
+    const ranked = await rank(question);
+    cached.set(question, ranked);
+    return ranked;
+  };
+  const byLanguage = (language: string) => questions.filter((question) => question.language === language);
+  const all = await recallAtK(questions, memo);
+  const english = await recallAtK(byLanguage("en"), memo);
+  const chinese = await recallAtK(byLanguage("zh"), memo);
+  const first = await recallAtK(questions, memo, 1);
+  const cell = (value: { recall: number; found: number; total: number }) =>
+    `${value.recall.toFixed(3)} (${value.found}/${value.total})`;
+  console.log(`| ${label} | ${cell(all)} | ${cell(english)} | ${cell(chinese)} | ${cell(first)} |`);
+  return all.missed.map((missed) => `${label}: missed "${missed.question}" → ${missed.answer}`);
+}
+
+const set = await loadRetrievalSet();
+const directory = await mkdtemp(path.join(tmpdir(), "almanac-retrieval-bench-"));
+const llm = await startScriptedLlm({ embeddingDimensions: 256 });
+try {
+  const embedder = createOpenAIEmbedder({
+    baseURL: llm.baseURL,
+    apiKey: "",
+    model: "scripted-embedding",
+    maxRetries: 0,
+  });
+  console.log(`Retrieval-quality set: ${set.questions.length} questions. Recall@5 (distinct notes).\n`);
+  console.log("| ranking | recall@5 | recall@5 English | recall@5 Chinese | recall@1 |");
+  console.log("|---|---|---|---|---|");
+  const missed = [
+    ...(await report("substring baseline", set.questions, await createSubstringBaseline(set.workspace))),
+    ...(await report("full-text only", set.questions, await searchRanking(set.workspace, directory))),
+    ...(await report(
+      "hybrid (scripted embedder)",
+      set.questions,
+      await searchRanking(set.workspace, directory, embedder),
+    )),
+  ];
+  console.log(`\n${missed.join("\n")}`);
+} finally {
+  await llm.close();
+  await rm(directory, { recursive: true, force: true });
+}

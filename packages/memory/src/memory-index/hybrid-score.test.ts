@@ -1,0 +1,141 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { applyRecency, dailyLogDate, scoreHits } from "./hybrid-score.js";
+import { memorySource } from "./memory-files.js";
+import { analyzeQuery } from "./text-analysis.js";
+import type { BackendHit } from "./types.js";
+
+const now = Date.UTC(2025, 5, 1);
+
+function hit(path: string, text: string, evidence: Partial<BackendHit> = {}): BackendHit {
+  return {
+    chunk: {
+      id: path,
+      path,
+      startLine: 1,
+      endLine: 1,
+      headings: [],
+      text,
+      hash: path,
+      source: memorySource(path),
+      updatedAt: 0,
+    },
+    ...evidence,
+  };
+}
+
+describe("dailyLogDate", () => {
+  it("reads dated logs under memory/ only", () => {
+    expect(dailyLogDate("memory/2025-03-01.md")).toBe(Date.UTC(2025, 2, 1));
+    expect(dailyLogDate("memory/2025/2025-03-01.md")).toBe(Date.UTC(2025, 2, 1));
+    expect(dailyLogDate("MEMORY.md")).toBeUndefined();
+    expect(dailyLogDate("memory/notes.md")).toBeUndefined();
+    expect(dailyLogDate("other/2025-03-01.md")).toBeUndefined();
+  });
+});
+
+describe("applyRecency", () => {
+  const score = fc.double({ min: 0, max: 1, noNaN: true });
+  const age = fc.double({ min: 0, max: 3650, noNaN: true });
+
+  it("is a mild boost: at most a quarter of its weight, and never above 1", () => {
+    fc.assert(
+      fc.property(score, age, (s, days) => {
+        const boosted = applyRecency(s, days, 0.2, 30);
+        expect(boosted).toBeGreaterThanOrEqual(s);
+        expect(boosted - s).toBeLessThanOrEqual(0.05 + 1e-12);
+        expect(boosted).toBeLessThanOrEqual(1);
+      }),
+    );
+  });
+
+  it("never lets a fresh note overtake an old one that scores clearly higher", () => {
+    fc.assert(
+      fc.property(score, score, age, (oldScore, newScore, oldAge) => {
+        fc.pre(oldScore >= newScore + 0.05);
+        expect(applyRecency(oldScore, oldAge, 0.2, 30)).toBeGreaterThan(applyRecency(newScore, 0, 0.2, 30));
+      }),
+    );
+  });
+
+  it("keeps the order of scores for notes of the same age", () => {
+    fc.assert(
+      fc.property(score, score, age, (a, b, days) => {
+        fc.pre(a > b + 1e-9);
+        expect(applyRecency(a, days, 0.2, 30)).toBeGreaterThan(applyRecency(b, days, 0.2, 30));
+      }),
+    );
+  });
+});
+
+describe("scoreHits", () => {
+  it("ranks the note holding the query's identifier first", () => {
+    const query = analyzeQuery("what happened with OPS-4821 during the database failover");
+    const scored = scoreHits(
+      query,
+      [
+        hit("memory/db.md", "The database failover happened during the night; what a mess.", {
+          textScore: 9,
+        }),
+        hit("memory/ticket.md", "OPS-4821 closed.", { textScore: 2 }),
+      ],
+      { mode: "text", now },
+    );
+    expect(scored.map((entry) => entry.chunk.path)).toEqual(["memory/ticket.md", "memory/db.md"]);
+    expect(scored[0]!.exact).toBe(true);
+  });
+
+  it("lets relevance decide: a clear old match beats a weak recent one, recency only breaks ties", () => {
+    const query = analyzeQuery("dentist crown molar receipt");
+    const scored = scoreHits(
+      query,
+      [
+        hit("memory/2025-05-31.md", "Booked the dentist.", { textScore: 1 }),
+        hit("memory/2021-02-01.md", "Dentist fitted a crown on the lower molar.", { textScore: 3 }),
+        hit("memory/2024-01-01.md", "Dentist fitted a crown on the lower molar.", { textScore: 3 }),
+      ],
+      { mode: "text", now },
+    );
+    expect(scored.map((entry) => entry.chunk.path)).toEqual([
+      "memory/2024-01-01.md",
+      "memory/2021-02-01.md",
+      "memory/2025-05-31.md",
+    ]);
+    expect(scored[0]!.score).toBeGreaterThan(scored[1]!.score);
+    expect(scored[0]!.score - scored[1]!.score).toBeLessThan(0.05);
+  });
+
+  it("keeps the spread of scores in [0, 1] instead of tying hits at the top", () => {
+    const query = analyzeQuery("apollo launch date risks");
+    const scored = scoreHits(
+      query,
+      [
+        hit("a.md", "Apollo launch date is 9 May; risks listed below.", {
+          textScore: 5,
+          vectorSimilarity: 0.8,
+        }),
+        hit("b.md", "Apollo launch slipped.", { textScore: 3, vectorSimilarity: 0.6 }),
+        hit("c.md", "Launch party.", { textScore: 1, vectorSimilarity: 0.2 }),
+        hit("d.md", "Nothing related.", { vectorSimilarity: 0.1 }),
+      ],
+      { mode: "hybrid", now },
+    );
+    const scores = scored.map((entry) => entry.score);
+    expect(new Set(scores).size).toBe(4);
+    expect(Math.max(...scores)).toBeLessThanOrEqual(1);
+    expect(Math.min(...scores)).toBeGreaterThanOrEqual(0);
+    expect(scored[0]!.chunk.path).toBe("a.md");
+  });
+
+  it("scores chunks not embedded yet on text alone in hybrid mode", () => {
+    const query = analyzeQuery("walrus");
+    const [embedded, pending] = [
+      scoreHits(query, [hit("a.md", "Walrus facts.", { textScore: 1, vectorSimilarity: 0 })], {
+        mode: "hybrid",
+        now,
+      }),
+      scoreHits(query, [hit("a.md", "Walrus facts.", { textScore: 1 })], { mode: "hybrid", now }),
+    ];
+    expect(pending[0]!.score).toBeGreaterThan(embedded[0]!.score);
+  });
+});

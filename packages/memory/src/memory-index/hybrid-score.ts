@@ -1,0 +1,137 @@
+import { embeddingInput } from "./chunk-markdown.js";
+import {
+  type AnalyzedQuery,
+  containsTerm,
+  normalizeForMatching,
+  type QueryConcept,
+} from "./text-analysis.js";
+import type { BackendHit, SearchMode, StoredChunk, TermStatistics } from "./types.js";
+
+/** Knobs of {@link scoreHits}; every one has a default (see docs/memory-search.md). */
+export interface ScoringOptions {
+  /** Share of the vector side in hybrid mode, the rest is text (default 0.6). */
+  readonly vectorWeight?: number;
+  /** Share of the score given to holding the query's identifiers (default 0.5). */
+  readonly identifierWeight?: number;
+  /** Largest recency gain, reached by a mid-scored note written today (default 0.2 → at most +0.05). */
+  readonly recencyWeight?: number;
+  /** Days after which a daily log's recency gain halves (default 30). */
+  readonly recencyHalfLifeDays?: number;
+}
+
+/** A hit with its score and the evidence behind it. */
+export interface ScoredHit {
+  readonly chunk: StoredChunk;
+  readonly score: number;
+  /** IDF-weighted share of the query's concepts the chunk holds, in [0, 1]. */
+  readonly coverage: number;
+  /** Holds every concept of the query, or every identifier: never dropped by `minScore`. */
+  readonly exact: boolean;
+}
+
+const dayMs = 86_400_000;
+const datedLog = /(?:^|\/)(\d{4})-(\d{2})-(\d{2})\.md$/u;
+
+/** The date (UTC ms) of a daily log `memory/YYYY-MM-DD.md`, or undefined for any other file. */
+export function dailyLogDate(path: string): number | undefined {
+  const match = datedLog.exec(path);
+  if (match === null || !path.startsWith("memory/")) return undefined;
+  const time = Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3]));
+  return Number.isNaN(time) ? undefined : time;
+}
+
+/** What a chunk is searched by: its path, its heading path and its text (the same on both sides). */
+export function searchableText(chunk: Pick<StoredChunk, "path" | "headings" | "text">): string {
+  return `${chunk.path}\n${embeddingInput(chunk)}`;
+}
+
+/**
+ * Recency as a mild, bounded boost: `s + w·d·s·(1 − s)` with `d` halving every half-life. The gain
+ * is largest for mid scores (at most `w/4`), zero for irrelevant and perfect hits, and the result
+ * stays increasing in `s`, so relevance decides the order and recency only separates near-ties.
+ */
+export function applyRecency(score: number, ageDays: number, weight: number, halfLifeDays: number): number {
+  const decay = 0.5 ** (Math.max(0, ageDays) / halfLifeDays);
+  return score + weight * decay * score * (1 - score);
+}
+
+function inverseDocumentFrequency(concept: QueryConcept, statistics: TermStatistics | undefined): number {
+  if (statistics === undefined) return 1;
+  let documents = 0;
+  for (const term of concept.terms) documents = Math.max(documents, statistics.documents.get(term) ?? 0);
+  const total = Math.max(statistics.total, documents);
+  return Math.log(1 + (total - documents + 0.5) / (documents + 0.5));
+}
+
+/** Context of one scoring pass. */
+export interface ScoringContext {
+  readonly mode: SearchMode;
+  /** Document frequencies, when the backend has them; uniform weights otherwise. */
+  readonly statistics?: TermStatistics;
+  /** Current time (ms), for the recency boost. */
+  readonly now: number;
+  readonly options?: ScoringOptions;
+}
+
+/**
+ * Scores candidates from both sides on one scale in [0, 1] and sorts them, best first.
+ * Text relevance is coverage: the IDF-weighted share of the query's concepts a chunk holds (BM25
+ * only breaks ties). Hybrid mode mixes it with cosine similarity; chunks not embedded yet are
+ * scored on text alone. Chunks holding the query's identifiers get a share of the score that
+ * others cannot reach, then recency nudges daily logs.
+ */
+export function scoreHits(
+  query: AnalyzedQuery,
+  hits: readonly BackendHit[],
+  context: ScoringContext,
+): ScoredHit[] {
+  const vectorWeight = context.options?.vectorWeight ?? 0.6;
+  const identifierWeight = context.options?.identifierWeight ?? 0.5;
+  const recencyWeight = context.options?.recencyWeight ?? 0.2;
+  const halfLifeDays = context.options?.recencyHalfLifeDays ?? 30;
+  const meaningful = query.concepts.filter((concept) => !concept.stopWord);
+  const concepts = meaningful.length > 0 ? meaningful : query.concepts;
+  const weights = concepts.map((concept) => inverseDocumentFrequency(concept, context.statistics));
+  const totalWeight = weights.reduce((sum, weight) => sum + weight, 0);
+  const identifiers = concepts.filter((concept) => concept.identifier);
+  const maxTextScore = Math.max(0, ...hits.map((hit) => hit.textScore ?? 0));
+
+  const measured = hits.map((hit) => {
+    const text = normalizeForMatching(searchableText(hit.chunk));
+    const holds = (concept: QueryConcept) => concept.terms.some((term) => containsTerm(text, term));
+    let covered = 0;
+    concepts.forEach((concept, index) => {
+      if (holds(concept)) covered += weights[index]!;
+    });
+    const coverage = totalWeight > 0 ? covered / totalWeight : 0;
+    const identifierShare =
+      identifiers.length === 0 ? 0 : identifiers.filter(holds).length / identifiers.length;
+    const bm25Share = maxTextScore > 0 && hit.textScore !== undefined ? hit.textScore / maxTextScore : 0;
+    const textScore = coverage * (0.9 + 0.1 * bm25Share);
+    const base =
+      context.mode === "hybrid" && hit.vectorSimilarity !== undefined
+        ? vectorWeight * Math.max(0, hit.vectorSimilarity) + (1 - vectorWeight) * textScore
+        : textScore;
+    return { hit, base, coverage, identifierShare };
+  });
+
+  const useIdentifiers = measured.some((entry) => entry.identifierShare > 0);
+  const scored = measured.map(({ hit, base, coverage, identifierShare }): ScoredHit => {
+    let score = useIdentifiers ? (1 - identifierWeight) * base + identifierWeight * identifierShare : base;
+    const date = dailyLogDate(hit.chunk.path);
+    if (date !== undefined && recencyWeight > 0) {
+      score = applyRecency(score, (context.now - date) / dayMs, recencyWeight, halfLifeDays);
+    }
+    const exact = coverage >= 0.999 || (identifiers.length > 0 && identifierShare === 1);
+    return { chunk: hit.chunk, score: Math.min(1, Math.max(0, score)), coverage, exact };
+  });
+  // Exact ties (the boost is zero for a perfect score) go to the newer note.
+  const recency = (hit: ScoredHit) => dailyLogDate(hit.chunk.path) ?? hit.chunk.updatedAt;
+  return scored.sort(
+    (a, b) =>
+      b.score - a.score ||
+      recency(b) - recency(a) ||
+      a.chunk.path.localeCompare(b.chunk.path) ||
+      a.chunk.startLine - b.chunk.startLine,
+  );
+}

@@ -1,0 +1,55 @@
+// The memory index and search (issue #6). The package entry point re-exports what the server wires.
+export { type ChunkMarkdownOptions, chunkMarkdown, embeddingInput } from "./chunk-markdown.js";
+export { type CircuitState, createCircuitBreaker } from "./circuit-breaker.js";
+export {
+  createEmbeddingGate,
+  type EmbeddingGate,
+  type EmbeddingGateOptions,
+  type EmbeddingGateStatus,
+  type EmbedOutcome,
+  isEmbeddingGate,
+} from "./embedding-gate.js";
+export type { ScoringOptions } from "./hybrid-score.js";
+export {
+  isMemoryPath,
+  listMemoryFiles,
+  MEMORY_DIRECTORY,
+  MEMORY_FILE,
+  memorySource,
+} from "./memory-files.js";
+export {
+  createMemoryIndexer,
+  type MemoryIndexer,
+  type MemoryIndexerOptions,
+  type MemoryIndexStatus,
+  type SyncOptions,
+  type SyncProgress,
+  type SyncReport,
+} from "./memory-indexer.js";
+export {
+  createMemorySearch,
+  type MemorySearch,
+  type MemorySearchConfig,
+  type SearchOptions,
+} from "./memory-search.js";
+export { createMemoryTools, type MemoryToolsOptions } from "./memory-tools.js";
+export { createQdrantIndex, type QdrantIndexOptions } from "./qdrant-index.js";
+export { createSqliteIndex, type SqliteIndexOptions } from "./sqlite-index.js";
+export { type AnalyzedQuery, analyzeQuery, analyzeText, type QueryConcept } from "./text-analysis.js";
+export type {
+  BackendHit,
+  BackendQuery,
+  BackendStats,
+  ChunkEmbeddings,
+  ChunkVector,
+  IndexChunk,
+  IndexedFile,
+  MemoryChunk,
+  MemoryIndexBackend,
+  MemorySearchResponse,
+  MemorySearchResult,
+  MemorySource,
+  SearchMode,
+  StoredChunk,
+  TermStatistics,
+} from "./types.js";

@@ -1,0 +1,379 @@
+import type { Stats } from "node:fs";
+import { lstat, readFile } from "node:fs/promises";
+import * as path from "node:path";
+import { describeError, type Embedder, isAlmanacError, type Logger, silentLogger } from "@almanac/core";
+import { type ChunkMarkdownOptions, chunkMarkdown, sha256 } from "./chunk-markdown.js";
+import { catchUpEmbeddings } from "./embedding-catch-up.js";
+import {
+  createEmbeddingGate,
+  type EmbeddingGate,
+  type EmbeddingGateStatus,
+  isEmbeddingGate,
+} from "./embedding-gate.js";
+import { searchableText } from "./hybrid-score.js";
+import { listMemoryFiles, memorySource } from "./memory-files.js";
+import { type MemoryWatcher, watchMemoryFiles } from "./memory-watcher.js";
+import { analyzeText } from "./text-analysis.js";
+import type { IndexChunk, MemoryIndexBackend } from "./types.js";
+
+/** Options of {@link createMemoryIndexer}. */
+export interface MemoryIndexerOptions {
+  /** The workspace holding `MEMORY.md` and `memory/`. */
+  readonly workspace: string;
+  readonly backend: MemoryIndexBackend;
+  /** The embedding provider, or a gate shared with the search; absent means full-text only. */
+  readonly embedder?: Embedder | EmbeddingGate;
+  /** Chunk size and overlap (defaults 400 and 80 tokens). */
+  readonly chunking?: ChunkMarkdownOptions;
+  /** Quiet time after a file event before it is indexed (default 150 ms). */
+  readonly debounceMs?: number;
+  /** Chunks per embedding request of the catch-up (default 64). */
+  readonly embedBatchSize?: number;
+  /** How often the watcher retries pending embeddings and failed updates (default 60 000 ms). */
+  readonly retryIntervalMs?: number;
+  /** How often a long sync logs its progress (default 5000 ms). */
+  readonly progressIntervalMs?: number;
+  readonly logger?: Logger;
+  /** Current time in ms (default `Date.now`). */
+  readonly clock?: () => number;
+}
+
+/** What a sync did. */
+export interface SyncReport {
+  readonly filesScanned: number;
+  readonly filesIndexed: number;
+  readonly filesUnchanged: number;
+  readonly filesRemoved: number;
+  readonly chunksIndexed: number;
+  /** Chunks whose vector came from the embedding cache. */
+  readonly chunksFromCache: number;
+  /** Chunks sent to the embedding provider. */
+  readonly chunksEmbedded: number;
+  readonly durationMs: number;
+}
+
+/** Progress of a sync or reindex, for large workspaces. */
+export interface SyncProgress {
+  readonly phase: "index" | "embed";
+  readonly done: number;
+  readonly total: number;
+}
+
+/** Options of {@link MemoryIndexer.sync} and {@link MemoryIndexer.reindex}. */
+export interface SyncOptions {
+  readonly onProgress?: (progress: SyncProgress) => void;
+}
+
+/** What the indexer reports (admin API, `/status`). */
+export interface MemoryIndexStatus {
+  readonly backend: string;
+  readonly files: number;
+  readonly chunks: number;
+  readonly embeddedChunks: number;
+  readonly pendingChunks: number;
+  readonly dimensions: number | undefined;
+  readonly lastSync: { readonly at: number; readonly report: SyncReport } | undefined;
+  readonly watching: boolean;
+  readonly embedding: EmbeddingGateStatus;
+}
+
+/** Keeps the index in step with the Markdown memory files. */
+export interface MemoryIndexer {
+  /** Incremental sync of every memory file (by size, mtime and hash), then embeds what is pending. */
+  sync(options?: SyncOptions): Promise<SyncReport>;
+  /** Starts watching `MEMORY.md` and `memory/`; changes are indexed within the debounce time. */
+  watch(): Promise<void>;
+  status(): Promise<MemoryIndexStatus>;
+  /** Drops the index and rebuilds it from the Markdown (the embedding cache is kept). */
+  reindex(options?: SyncOptions): Promise<SyncReport>;
+  /** Resolves once queued work and debounced events are done (tests, benchmarks, shutdown). */
+  whenIdle(): Promise<void>;
+  /** Stops watching and waits for queued work; does not close the backend. */
+  close(): Promise<void>;
+  readonly embeddings: EmbeddingGate;
+}
+
+type FileOutcome = "indexed" | "unchanged" | "removed" | "absent";
+
+/** Creates the indexer; nothing happens until `sync()` or `watch()`. */
+export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexer {
+  const { backend } = options;
+  const workspace = path.resolve(options.workspace);
+  const logger = (options.logger ?? silentLogger).child({
+    component: "memory-indexer",
+    backend: backend.kind,
+  });
+  const embeddings =
+    options.embedder === undefined
+      ? createEmbeddingGate({ logger })
+      : isEmbeddingGate(options.embedder)
+        ? options.embedder
+        : createEmbeddingGate({ embedder: options.embedder, logger });
+  const clock = options.clock ?? Date.now;
+  const batchSize = options.embedBatchSize ?? 64;
+  const retryIntervalMs = options.retryIntervalMs ?? 60_000;
+  const progressIntervalMs = options.progressIntervalMs ?? 5000;
+  let tail: Promise<unknown> = Promise.resolve();
+  let queued = 0;
+  let watcher: MemoryWatcher | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let unsubscribe: (() => void) | undefined;
+  let lastSync: MemoryIndexStatus["lastSync"];
+  let catchUpScheduled = false;
+  let needsFullSync = false;
+  let blockedReason: string | undefined;
+  let closed = false;
+
+  const enqueue = <T>(task: () => Promise<T>): Promise<T> => {
+    queued += 1;
+    const run = tail.then(task, task).finally(() => {
+      queued -= 1;
+    });
+    tail = run.catch(() => undefined);
+    return run;
+  };
+
+  const cachedVectorsFor = async (chunks: readonly IndexChunk[]) => {
+    const model = embeddings.modelName;
+    if (model === undefined) return undefined;
+    const cached = await backend.cachedVectors(model, [...new Set(chunks.map((chunk) => chunk.hash))]);
+    return { model, vectors: chunks.map((chunk) => cached.get(chunk.hash)) };
+  };
+
+  /**
+   * Brings one file's index entry in line with the disk; returns what it did and the chunk counts.
+   * `trustStat`: an unchanged size and mtime mean an unchanged file (start-up sync). A watcher
+   * event says otherwise, so then the content hash decides (mtime ticks can be coarse).
+   */
+  async function indexFile(
+    relative: string,
+    trustStat: boolean,
+  ): Promise<{ outcome: FileOutcome; chunks: number; fromCache: number }> {
+    const absolute = path.join(workspace, relative);
+    const known = await backend.fileState(relative);
+    let stats: Stats | undefined;
+    try {
+      stats = await lstat(absolute);
+    } catch (error) {
+      const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
+      if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
+    }
+    if (stats === undefined || !stats.isFile()) {
+      if (known === undefined) return { outcome: "absent", chunks: 0, fromCache: 0 };
+      await backend.deleteFile(relative);
+      return { outcome: "removed", chunks: 0, fromCache: 0 };
+    }
+    if (trustStat && known !== undefined && known.mtimeMs === stats.mtimeMs && known.size === stats.size) {
+      return { outcome: "unchanged", chunks: 0, fromCache: 0 };
+    }
+    const bytes = await readFile(absolute);
+    const hash = sha256(bytes);
+    if (known !== undefined && known.hash === hash) return { outcome: "unchanged", chunks: 0, fromCache: 0 };
+    const chunks: IndexChunk[] = chunkMarkdown(relative, bytes.toString("utf8"), options.chunking).map(
+      (chunk) => ({
+        ...chunk,
+        terms: analyzeText(searchableText(chunk)),
+      }),
+    );
+    const cached = await cachedVectorsFor(chunks);
+    const file = {
+      path: relative,
+      hash,
+      mtimeMs: stats.mtimeMs,
+      size: stats.size,
+      source: memorySource(relative),
+    };
+    await backend.upsertFile(file, chunks, cached);
+    const fromCache = cached?.vectors.filter((vector) => vector !== undefined).length ?? 0;
+    return { outcome: "indexed", chunks: chunks.length, fromCache };
+  }
+
+  /** One catch-up pass; logs a vector-size problem once instead of on every pass. */
+  async function catchUp(maxChunks: number) {
+    if (!embeddings.configured || blockedReason !== undefined)
+      return { fromCache: 0, embedded: 0, morePending: false };
+    const report = await catchUpEmbeddings(backend, embeddings, { batchSize, maxChunks });
+    if (report.blocked !== undefined) {
+      blockedReason = report.blocked;
+      logger.error(
+        { error: report.blocked },
+        "vectors do not fit the index: memory search stays full-text until reindex",
+      );
+    }
+    return report;
+  }
+
+  async function dropStaleVectors(): Promise<void> {
+    if (!embeddings.configured) return;
+    const { vectorModel } = await backend.stats();
+    if (vectorModel !== undefined && vectorModel !== embeddings.modelName) {
+      logger.warn(
+        { from: vectorModel, to: embeddings.modelName },
+        "embedding model changed: re-embedding every chunk",
+      );
+      await backend.clearVectors();
+    }
+  }
+
+  async function syncAll(syncOptions: SyncOptions, fullCatchUp: boolean): Promise<SyncReport> {
+    const started = clock();
+    await dropStaleVectors();
+    const files = await listMemoryFiles(workspace);
+    const onDisk = new Set(files);
+    let filesRemoved = 0;
+    for (const known of await backend.listFiles()) {
+      if (onDisk.has(known.path)) continue;
+      await backend.deleteFile(known.path);
+      filesRemoved += 1;
+    }
+    if (files.length > 200) logger.info({ files: files.length }, "memory sync started");
+    let filesIndexed = 0;
+    let chunksIndexed = 0;
+    let chunksFromCache = 0;
+    let lastLog = clock();
+    for (const [index, relative] of files.entries()) {
+      try {
+        const result = await indexFile(relative, true);
+        if (result.outcome === "indexed") filesIndexed += 1;
+        if (result.outcome === "removed") filesRemoved += 1;
+        chunksIndexed += result.chunks;
+        chunksFromCache += result.fromCache;
+      } catch (error) {
+        // Backend failures stop the sync; a file that cannot be read is skipped.
+        if (isAlmanacError(error)) throw error;
+        logger.warn({ path: relative, error: describeError(error) }, "cannot index memory file; skipped");
+      }
+      syncOptions.onProgress?.({ phase: "index", done: index + 1, total: files.length });
+      if (clock() - lastLog >= progressIntervalMs) {
+        lastLog = clock();
+        logger.info({ done: index + 1, total: files.length, chunksIndexed }, "memory sync progress");
+      }
+    }
+    let chunksEmbedded = 0;
+    if (fullCatchUp) {
+      const { chunks, embeddedChunks } = await backend.stats();
+      let more = true;
+      while (more) {
+        const pass = await catchUp(batchSize * 16);
+        chunksFromCache += pass.fromCache;
+        chunksEmbedded += pass.embedded;
+        more = pass.morePending && embeddings.mode() === "hybrid" && pass.fromCache + pass.embedded > 0;
+        const done = Math.min(chunks, embeddedChunks + chunksFromCache + chunksEmbedded);
+        syncOptions.onProgress?.({ phase: "embed", done, total: chunks });
+      }
+    } else {
+      scheduleCatchUp();
+    }
+    const report: SyncReport = {
+      filesScanned: files.length,
+      filesIndexed,
+      filesUnchanged: files.length - filesIndexed,
+      filesRemoved,
+      chunksIndexed,
+      chunksFromCache,
+      chunksEmbedded,
+      durationMs: clock() - started,
+    };
+    lastSync = { at: clock(), report };
+    logger.info({ ...report }, "memory sync done");
+    needsFullSync = false;
+    return report;
+  }
+
+  function scheduleCatchUp(): void {
+    if (catchUpScheduled || closed || !embeddings.configured || embeddings.mode() === "text") return;
+    catchUpScheduled = true;
+    void enqueue(async () => {
+      catchUpScheduled = false;
+      const pass = await catchUp(batchSize * 8);
+      if (pass.morePending && pass.fromCache + pass.embedded > 0) setImmediate(scheduleCatchUp);
+    }).catch((error: unknown) => logger.warn({ error: describeError(error) }, "embedding catch-up failed"));
+  }
+
+  function onFilesChanged(paths: ReadonlySet<string> | "all"): void {
+    void enqueue(async () => {
+      if (paths === "all" || needsFullSync) {
+        await syncAll({}, false);
+        return;
+      }
+      for (const relative of paths) {
+        const result = await indexFile(relative, false);
+        logger.debug(
+          { path: relative, outcome: result.outcome, chunks: result.chunks },
+          "memory file updated",
+        );
+      }
+      scheduleCatchUp();
+    }).catch((error: unknown) => {
+      needsFullSync = true;
+      logger.warn(
+        { error: describeError(error) },
+        "memory index update failed; retrying on the next interval",
+      );
+    });
+  }
+
+  return {
+    embeddings,
+    sync: (syncOptions = {}) => enqueue(() => syncAll(syncOptions, true)),
+
+    async watch() {
+      if (watcher !== undefined || closed) return;
+      watcher = await watchMemoryFiles({
+        workspace,
+        logger,
+        onChange: onFilesChanged,
+        ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
+      });
+      unsubscribe = embeddings.onModeChange((mode) => {
+        if (mode === "hybrid") scheduleCatchUp();
+      });
+      retryTimer = setInterval(() => {
+        if (needsFullSync) onFilesChanged("all");
+        else scheduleCatchUp();
+      }, retryIntervalMs);
+      retryTimer.unref();
+    },
+
+    async status() {
+      const stats = await backend.stats();
+      return {
+        backend: backend.kind,
+        files: stats.files,
+        chunks: stats.chunks,
+        embeddedChunks: stats.embeddedChunks,
+        pendingChunks: stats.chunks - stats.embeddedChunks,
+        dimensions: stats.dimensions,
+        lastSync,
+        watching: watcher !== undefined,
+        embedding: embeddings.status(),
+      };
+    },
+
+    reindex: (syncOptions = {}) =>
+      enqueue(async () => {
+        logger.info({}, "memory reindex started");
+        await backend.clear();
+        blockedReason = undefined;
+        return syncAll(syncOptions, true);
+      }),
+
+    async whenIdle() {
+      for (;;) {
+        await tail;
+        await new Promise((resolve) => setImmediate(resolve));
+        if (queued === 0 && watcher?.pending() !== true && !catchUpScheduled) return;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    },
+
+    async close() {
+      closed = true;
+      if (retryTimer !== undefined) clearInterval(retryTimer);
+      unsubscribe?.();
+      await watcher?.close();
+      watcher = undefined;
+      await tail;
+    },
+  };
+}

@@ -1,0 +1,144 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import type { Embedder } from "@almanac/core";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createTableEmbedder, fileFor, indexChunks } from "./backend-contract.js";
+import { createMemorySearch } from "./memory-search.js";
+import { createSqliteIndex } from "./sqlite-index.js";
+import type { MemoryIndexBackend } from "./types.js";
+
+let directory: string;
+let backend: MemoryIndexBackend;
+
+async function put(files: Record<string, string>, embedder?: Embedder): Promise<void> {
+  for (const [file, text] of Object.entries(files)) {
+    const chunks = indexChunks(file, text);
+    const vectors =
+      embedder === undefined ? undefined : await embedder.embed(chunks.map((chunk) => chunk.text));
+    await backend.upsertFile(fileFor(file, text), chunks, vectors && { model: embedder!.modelName, vectors });
+  }
+}
+
+beforeEach(async () => {
+  directory = await mkdtemp(path.join(tmpdir(), "almanac-search-"));
+  backend = createSqliteIndex({ path: path.join(directory, "memory.sqlite") });
+});
+
+afterEach(async () => {
+  await backend.close();
+  await rm(directory, { recursive: true, force: true });
+});
+
+describe("createMemorySearch", () => {
+  it("puts the note holding an exact identifier first, above notes that match the other words better", async () => {
+    const noise = Object.fromEntries(
+      Array.from({ length: 8 }, (_, index) => [
+        `memory/ops-${index}.md`,
+        `Ops review ${index}: the database failover drill, failover timings, more failover notes.`,
+      ]),
+    );
+    await put({ ...noise, "memory/tickets.md": "Closed OPS-4821 after the fix." });
+    const { results } = await createMemorySearch({ backend }).search("OPS-4821 database failover", {
+      minScore: 0,
+    });
+    expect(results[0]!.path).toBe("memory/tickets.md");
+    expect(results[0]!.score).toBeGreaterThan(results[1]!.score);
+  });
+
+  it("applies maxResults and minScore, and scores keep their spread", async () => {
+    await put({
+      "memory/a.md": "Apollo launch date moved to May; launch risks reviewed.",
+      "memory/b.md": "Apollo retrospective.",
+      "memory/c.md": "Launch of the new bakery.",
+      "memory/d.md": "Unrelated gardening notes.",
+      "memory/e.md": "Rocket launch webcast.",
+    });
+    const search = createMemorySearch({ backend });
+    const all = await search.search("apollo launch risks", { minScore: 0 });
+    expect(all.results.map((result) => result.path).slice(0, 2)).toEqual(["memory/a.md", "memory/b.md"]);
+    expect(all.results.map((result) => result.path).sort()).toEqual([
+      "memory/a.md",
+      "memory/b.md",
+      "memory/c.md",
+      "memory/e.md",
+    ]);
+    expect(new Set(all.results.map((result) => result.score)).size).toBeGreaterThanOrEqual(3);
+    expect((await search.search("apollo launch risks", { maxResults: 1 })).results).toHaveLength(1);
+    const floor = all.results[1]!.score + 0.001;
+    expect(
+      (await search.search("apollo launch risks", { minScore: floor })).results.map((r) => r.path),
+    ).toEqual(["memory/a.md"]);
+  });
+
+  it("lets an old clear match outrank a weak recent one, and recency break near-ties", async () => {
+    await put({
+      "memory/2021-03-01.md": "Passport renewal: form HM-55 sent, photos at the post office, fee paid.",
+      "memory/2025-05-30.md": "Passport.",
+      "memory/2024-01-10.md": "Passport renewal: form HM-55 sent, photos at the post office, fee paid.",
+    });
+    const search = createMemorySearch({ backend, clock: () => Date.UTC(2025, 5, 1) });
+    const { results } = await search.search("passport renewal photos fee", { minScore: 0 });
+    expect(results.map((result) => result.path)).toEqual([
+      "memory/2024-01-10.md",
+      "memory/2021-03-01.md",
+      "memory/2025-05-30.md",
+    ]);
+    expect(results.map((result) => result.source)).toEqual(["daily", "daily", "daily"]);
+  });
+
+  it("shows the lines around the match when a chunk is longer than a snippet", async () => {
+    const lines = Array.from(
+      { length: 30 },
+      (_, index) => `Line ${index} talks about gardening and compost.`,
+    );
+    lines[20] = "The spare key is under the blue flowerpot.";
+    await put({ "MEMORY.md": lines.join("\n") });
+    const [result] = (await createMemorySearch({ backend, snippetChars: 120 }).search("spare key")).results;
+    expect(result!.snippet).toMatch(/^…\nThe spare key is under the blue flowerpot\./u);
+    expect(result!.snippet.length).toBeLessThanOrEqual(124);
+    expect(result).toMatchObject({ path: "MEMORY.md", startLine: 1, source: "memory", mode: "text" });
+  });
+
+  it("answers an empty query with no results and a note", async () => {
+    const response = await createMemorySearch({ backend }).search("  ?! ");
+    expect(response).toEqual({ results: [], mode: "text", note: "The query has no words to search for." });
+  });
+
+  it("falls back to full text for one query when its embedding fails, saying why", async () => {
+    await put({ "MEMORY.md": "The garage code is 4471." }, createTableEmbedder());
+    let fail = true;
+    const embedder: Embedder = {
+      modelName: "table-embedder",
+      dimensions: 16,
+      embed: async (texts) => {
+        if (fail) throw new Error("timeout");
+        return createTableEmbedder().embed(texts);
+      },
+    };
+    const search = createMemorySearch({ backend, embedder });
+    const degraded = await search.search("garage code");
+    expect(degraded).toMatchObject({
+      mode: "text",
+      note: expect.stringContaining("the embedding provider failed (timeout)"),
+    });
+    expect(degraded.results).toHaveLength(1);
+    fail = false;
+    expect(await search.search("garage code")).toMatchObject({
+      mode: "hybrid",
+      results: [{ mode: "hybrid" }],
+    });
+  });
+
+  it("searches full text, and says so, when the query vector does not fit the index", async () => {
+    await put({ "MEMORY.md": "The garage code is 4471." }, createTableEmbedder());
+    const small: Embedder = {
+      modelName: "small",
+      dimensions: 4,
+      embed: async (texts) => texts.map(() => [1, 0, 0, 0]),
+    };
+    const response = await createMemorySearch({ backend, embedder: small }).search("garage");
+    expect(response).toMatchObject({ mode: "text", note: expect.stringContaining("reindex needed") });
+    expect(response.results.map((result) => result.path)).toEqual(["MEMORY.md"]);
+  });
+});

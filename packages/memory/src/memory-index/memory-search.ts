@@ -1,0 +1,185 @@
+import { describeError, type Embedder, isAlmanacError, type Logger, silentLogger } from "@almanac/core";
+import { createEmbeddingGate, type EmbeddingGate, isEmbeddingGate } from "./embedding-gate.js";
+import { type ScoringOptions, scoreHits } from "./hybrid-score.js";
+import { makeSnippet } from "./snippet.js";
+import { analyzeQuery } from "./text-analysis.js";
+import { planTextQuery, type TextQueryPlan } from "./text-query-plan.js";
+import type {
+  BackendHit,
+  MemoryIndexBackend,
+  MemorySearchResponse,
+  MemorySearchResult,
+  SearchMode,
+} from "./types.js";
+
+/** Options of {@link createMemorySearch}. */
+export interface MemorySearchConfig {
+  readonly backend: MemoryIndexBackend;
+  /** The embedding provider, or a gate shared with the indexer; absent means full-text only. */
+  readonly embedder?: Embedder | EmbeddingGate;
+  readonly logger?: Logger;
+  /** Current time in ms, for the recency boost (default `Date.now`). */
+  readonly clock?: () => number;
+  /** Results returned when the caller gives no `maxResults` (default 8). */
+  readonly maxResults?: number;
+  /** Score floor when the caller gives no `minScore` (default 0.25). Exact keyword hits ignore it. */
+  readonly minScore?: number;
+  /** Candidates taken from each side, as a multiple of `maxResults` (default 4, at least 24). */
+  readonly candidateMultiplier?: number;
+  /** Longest wait for the query's embedding before answering full-text only (default 5000 ms). */
+  readonly queryEmbeddingTimeoutMs?: number;
+  /**
+   * Most chunks the full-text side may rank by BM25 per query (default 5000): rarer terms are
+   * matched first and common ones left to scoring, which bounds latency on large indexes.
+   */
+  readonly textMatchBudget?: number;
+  /** Longest snippet, in characters (default 700). */
+  readonly snippetChars?: number;
+  readonly scoring?: ScoringOptions;
+}
+
+/** Per-call options of {@link MemorySearch.search}. */
+export interface SearchOptions {
+  readonly maxResults?: number;
+  readonly minScore?: number;
+  readonly signal?: AbortSignal;
+}
+
+/** Hybrid search over the memory index. */
+export interface MemorySearch {
+  /** Never fails because embeddings fail: it answers full-text only and says so in `note`. */
+  search(query: string, options?: SearchOptions): Promise<MemorySearchResponse>;
+  /** The mode a search would use now. */
+  mode(): SearchMode;
+  /** The gate this search embeds through (share it with the indexer). */
+  readonly embeddings: EmbeddingGate;
+}
+
+function textNote(reason: string): string {
+  return `Full-text search only: ${reason}. Notes that say the same thing in other words may be missed.`;
+}
+
+/**
+ * Creates the hybrid search: full-text and vector candidates from the backend, scored on one scale
+ * (see `scoreHits`), then `maxResults` and `minScore` (which never drops an exact keyword hit).
+ */
+export function createMemorySearch(config: MemorySearchConfig): MemorySearch {
+  const { backend } = config;
+  const logger = (config.logger ?? silentLogger).child({ component: "memory-search" });
+  const embeddings =
+    config.embedder === undefined
+      ? createEmbeddingGate({ logger })
+      : isEmbeddingGate(config.embedder)
+        ? config.embedder
+        : createEmbeddingGate({ embedder: config.embedder, logger });
+  const clock = config.clock ?? Date.now;
+  const defaultMaxResults = config.maxResults ?? 8;
+  const defaultMinScore = config.minScore ?? 0.25;
+  const multiplier = config.candidateMultiplier ?? 4;
+  const timeoutMs = config.queryEmbeddingTimeoutMs ?? 5000;
+  const textMatchBudget = config.textMatchBudget ?? 5000;
+  const snippetChars = config.snippetChars ?? 700;
+  let mismatchLogged = false;
+
+  async function queryVector(query: string, signal: AbortSignal | undefined) {
+    if (embeddings.mode() === "text") {
+      const reason = embeddings.configured
+        ? `the embedding provider is unavailable (${embeddings.status().lastError ?? "recent failures"})`
+        : "no embedding provider is configured";
+      return { vector: undefined, reason };
+    }
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const outcome = await embeddings.embed([query], {
+      signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+    });
+    if (!outcome.ok) return { vector: undefined, reason: outcome.reason };
+    return { vector: outcome.vectors[0], reason: undefined };
+  }
+
+  /** Text candidates per the plan (topped up when short), plus vector candidates when there is a vector. */
+  async function candidates(plan: TextQueryPlan, vector: readonly number[] | undefined, limit: number) {
+    const run = async (withVector: readonly number[] | undefined): Promise<BackendHit[]> => {
+      const primary = plan.primary ?? { terms: [] };
+      const hits = [
+        ...(await backend.search({
+          ...primary,
+          limit,
+          ...(withVector === undefined ? {} : { vector: withVector }),
+        })),
+      ];
+      const textHits = hits.filter((hit) => hit.textScore !== undefined).length;
+      if (plan.topUp === undefined || textHits >= limit) return hits;
+      const seen = new Set(hits.map((hit) => hit.chunk.id));
+      const more = await backend.search({ ...plan.topUp, limit: limit - textHits });
+      return [...hits, ...more.filter((hit) => !seen.has(hit.chunk.id))];
+    };
+    try {
+      return { hits: await run(vector) };
+    } catch (error) {
+      if (vector === undefined || !isAlmanacError(error) || error.code !== "index.dimensions_mismatch")
+        throw error;
+      if (!mismatchLogged) {
+        mismatchLogged = true;
+        logger.error(
+          { error: describeError(error) },
+          "query vector does not fit the index: searching full-text only",
+        );
+      }
+      return {
+        hits: await run(undefined),
+        reason: "the index's vectors do not match the embedding model (reindex needed)",
+      };
+    }
+  }
+
+  return {
+    embeddings,
+    mode: () => embeddings.mode(),
+
+    async search(query, options = {}) {
+      const maxResults = Math.max(1, Math.floor(options.maxResults ?? defaultMaxResults));
+      const minScore = options.minScore ?? defaultMinScore;
+      const analyzed = analyzeQuery(query.trim());
+      if (analyzed.concepts.length === 0) {
+        return { results: [], mode: embeddings.mode(), note: "The query has no words to search for." };
+      }
+      // The query's embedding (a network call) is under way while the index is consulted.
+      const embedding = queryVector(analyzed.text, options.signal);
+      // Stop words only matter when the query has nothing else; skipping them saves the lookups.
+      const stop = new Set(
+        analyzed.concepts.filter((concept) => concept.stopWord).flatMap((concept) => concept.terms),
+      );
+      const meaningful = analyzed.terms.filter((term) => !stop.has(term));
+      const statistics = await backend.termStatistics(meaningful.length > 0 ? meaningful : analyzed.terms);
+      const plan = planTextQuery(analyzed, statistics, textMatchBudget);
+      const embedded = await embedding;
+      const limit = Math.max(24, maxResults * multiplier);
+      const found: { hits: readonly BackendHit[]; reason?: string } = await candidates(
+        plan,
+        embedded.vector,
+        limit,
+      );
+      const reason = found.reason ?? embedded.reason;
+      const mode: SearchMode = reason === undefined ? "hybrid" : "text";
+      const scored = scoreHits(analyzed, found.hits, {
+        mode,
+        statistics,
+        now: clock(),
+        ...(config.scoring === undefined ? {} : { options: config.scoring }),
+      });
+      const results: MemorySearchResult[] = scored
+        .filter((hit) => hit.score >= minScore || hit.exact)
+        .slice(0, maxResults)
+        .map((hit) => ({
+          path: hit.chunk.path,
+          startLine: hit.chunk.startLine,
+          endLine: hit.chunk.endLine,
+          score: Math.round(hit.score * 1000) / 1000,
+          snippet: makeSnippet(hit.chunk.text, analyzed, snippetChars),
+          source: hit.chunk.source,
+          mode,
+        }));
+      return reason === undefined ? { results, mode } : { results, mode, note: textNote(reason) };
+    },
+  };
+}

@@ -1,0 +1,143 @@
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { createToolkit, type Toolkit } from "@almanac/agent";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { createMemoryIndexer } from "./memory-indexer.js";
+import { createMemorySearch } from "./memory-search.js";
+import { createMemoryTools } from "./memory-tools.js";
+import { createSqliteIndex } from "./sqlite-index.js";
+import { waitFor } from "./test-support.js";
+import type { MemoryIndexBackend } from "./types.js";
+
+let root: string;
+let workspace: string;
+let backend: MemoryIndexBackend;
+let toolkit: Toolkit;
+
+const searchOutput = z.object({
+  mode: z.enum(["hybrid", "text"]),
+  note: z.string().optional(),
+  results: z.array(
+    z.object({
+      path: z.string(),
+      startLine: z.number(),
+      endLine: z.number(),
+      score: z.number(),
+      source: z.string(),
+      snippet: z.string(),
+    }),
+  ),
+});
+
+async function call(name: string, args: Record<string, unknown>) {
+  return toolkit.execute({ type: "tool_call", id: "call_1", name, arguments: JSON.stringify(args) });
+}
+
+beforeEach(async () => {
+  root = await mkdtemp(path.join(tmpdir(), "almanac-tools-"));
+  workspace = path.join(root, "workspace");
+  await mkdir(path.join(workspace, "memory"), { recursive: true });
+  await writeFile(path.join(workspace, "MEMORY.md"), "line one\nline two\nline three\nline four\n");
+  await writeFile(path.join(workspace, "secrets.md"), "SECRET-INSIDE\n");
+  await writeFile(path.join(root, "outside.md"), "SECRET-OUTSIDE\n");
+  backend = createSqliteIndex({ path: path.join(root, "memory.sqlite") });
+  toolkit = createToolkit(createMemoryTools({ search: createMemorySearch({ backend }), workspace }));
+});
+
+afterEach(async () => {
+  await backend.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+describe("memory_search", () => {
+  it("finds a note written on disk while watching, without a restart", async () => {
+    const indexer = createMemoryIndexer({ workspace, backend, debounceMs: 20 });
+    try {
+      await indexer.sync();
+      await indexer.watch();
+      await writeFile(
+        path.join(workspace, "memory", "2025-06-01.md"),
+        "# Car\n\nThe Skoda needs new tyres before July.\n",
+      );
+      let output: z.infer<typeof searchOutput> | undefined;
+      await waitFor(
+        async () => {
+          output = searchOutput.parse(
+            JSON.parse((await call("memory_search", { query: "Skoda tyres" })).content),
+          );
+          return output.results.length > 0;
+        },
+        5000,
+        "the new note",
+      );
+      expect(output).toMatchObject({
+        mode: "text",
+        note: expect.stringContaining("Full-text search only"),
+        results: [{ path: "memory/2025-06-01.md", startLine: 1, endLine: 3, source: "daily" }],
+      });
+    } finally {
+      await indexer.close();
+    }
+  });
+
+  it("says plainly when nothing matched", async () => {
+    const result = await call("memory_search", { query: "zeppelin" });
+    const output = searchOutput.parse(JSON.parse(result.content));
+    expect(output.results).toEqual([]);
+    expect(output.note).toContain("Nothing in memory matched");
+    expect(result.isError).toBeUndefined();
+  });
+
+  it("reports a failing index as a tool error instead of throwing", async () => {
+    await backend.close();
+    const result = await call("memory_search", { query: "anything" });
+    expect(result.isError).toBe(true);
+    expect(result.content).toMatch(/^memory_search failed: /u);
+  });
+});
+
+describe("memory_get", () => {
+  it("reads lines of MEMORY.md and of files under memory/", async () => {
+    await writeFile(path.join(workspace, "memory", "note.md"), "alpha\nbeta\n");
+    expect((await call("memory_get", { path: "MEMORY.md", fromLine: 2, lines: 2 })).content).toBe(
+      "MEMORY.md lines 2-3 of 4 (more follows: call again with fromLine 4):\nline two\nline three",
+    );
+    expect((await call("memory_get", { path: "./memory/note.md" })).content).toBe(
+      "memory/note.md lines 1-2 of 2:\nalpha\nbeta",
+    );
+  });
+
+  it.each([
+    ["secrets.md", "memory_get reads only MEMORY.md and files under memory/"],
+    ["../outside.md", "leaves the workspace root"],
+    ["/etc/passwd", "absolute paths are refused"],
+    ["memory/../secrets.md", "memory_get reads only MEMORY.md"],
+    ["memory", "memory_get reads only MEMORY.md"],
+    ["memory/missing.md", "does not exist. Use memory_search"],
+  ])("refuses %s with a readable error", async (requested, message) => {
+    const result = await call("memory_get", { path: requested });
+    expect(result.isError).toBe(true);
+    expect(result.content).toContain(message);
+  });
+
+  it("refuses symlinks that lead out of memory/ or out of the workspace", async () => {
+    await symlink(path.join(workspace, "secrets.md"), path.join(workspace, "memory", "inside.md"));
+    await symlink(path.join(root, "outside.md"), path.join(workspace, "memory", "outside.md"));
+    for (const requested of ["memory/inside.md", "memory/outside.md"]) {
+      const result = await call("memory_get", { path: requested });
+      expect(result.isError).toBe(true);
+      expect(result.content).not.toContain("SECRET-INSIDE");
+      expect(result.content).not.toContain("SECRET-OUTSIDE");
+    }
+  });
+
+  it("says where the file ends when fromLine is past it", async () => {
+    const result = await call("memory_get", { path: "MEMORY.md", fromLine: 9 });
+    expect(result).toMatchObject({
+      isError: true,
+      content: '"MEMORY.md" has 4 lines; fromLine 9 is past the end.',
+    });
+  });
+});

@@ -1,0 +1,149 @@
+import { readFile, realpath } from "node:fs/promises";
+import * as path from "node:path";
+import { defineTool, resolveWorkspacePath, type Tool } from "@almanac/agent";
+import { describeError, isAlmanacError } from "@almanac/core";
+import { z } from "zod";
+import { isInMemoryDirectory, MEMORY_FILE, toRelativePath } from "./memory-files.js";
+import type { MemorySearch } from "./memory-search.js";
+
+/** Options of {@link createMemoryTools}. */
+export interface MemoryToolsOptions {
+  readonly search: MemorySearch;
+  /** The workspace root; `memory_get` reads only `MEMORY.md` and `memory/**` inside it. */
+  readonly workspace: string;
+  /** Lines `memory_get` returns when the model gives no `lines` (default 200). */
+  readonly defaultGetLines?: number;
+  /** Most lines one `memory_get` call returns (default 1000). */
+  readonly maxGetLines?: number;
+}
+
+function failure(content: string): { content: string; isError: true } {
+  return { content, isError: true };
+}
+
+function errorCode(error: unknown): string | undefined {
+  return typeof error === "object" && error !== null && "code" in error && typeof error.code === "string"
+    ? error.code
+    : undefined;
+}
+
+/**
+ * The memory tools for the agent: `memory_search` (hybrid search over MEMORY.md and memory/) and
+ * `memory_get` (read lines of one memory file). Both answer problems as tool errors the model can
+ * act on; they never throw.
+ */
+export function createMemoryTools(options: MemoryToolsOptions): Tool[] {
+  const defaultLines = options.defaultGetLines ?? 200;
+  const maxLines = options.maxGetLines ?? 1000;
+
+  const memorySearch = defineTool({
+    name: "memory_search",
+    description:
+      "Search long-term memory (MEMORY.md and the notes and daily logs in memory/) for facts, decisions, " +
+      "people, ticket ids and past conversations. Returns the best matching passages with their file path " +
+      "and line range; use memory_get to read more around a hit.",
+    parameters: z.object({
+      query: z
+        .string()
+        .min(1)
+        .describe("What to look for: keywords, an identifier such as OPS-4821, or a question."),
+      maxResults: z.number().int().min(1).max(50).optional().describe("Most passages to return (default 8)."),
+      minScore: z
+        .number()
+        .min(0)
+        .max(1)
+        .optional()
+        .describe("Drop passages scoring below this, 0-1 (default 0.25)."),
+    }),
+    async execute(args, context) {
+      try {
+        const response = await options.search.search(args.query, {
+          signal: context.signal,
+          ...(args.maxResults === undefined ? {} : { maxResults: args.maxResults }),
+          ...(args.minScore === undefined ? {} : { minScore: args.minScore }),
+        });
+        const note =
+          response.results.length === 0
+            ? [response.note, "Nothing in memory matched; try other words or a shorter query."]
+                .filter((part) => part !== undefined)
+                .join(" ")
+            : response.note;
+        return JSON.stringify(
+          {
+            mode: response.mode,
+            ...(note === undefined ? {} : { note }),
+            results: response.results.map(({ path: file, startLine, endLine, score, source, snippet }) => ({
+              path: file,
+              startLine,
+              endLine,
+              score,
+              source,
+              snippet,
+            })),
+          },
+          null,
+          2,
+        );
+      } catch (error) {
+        return failure(`memory_search failed: ${describeError(error)}`);
+      }
+    },
+  });
+
+  const memoryGet = defineTool({
+    name: "memory_get",
+    description:
+      "Read lines of a memory file: MEMORY.md or a file under memory/ (for example a path returned by memory_search).",
+    parameters: z.object({
+      path: z.string().min(1).describe("MEMORY.md or memory/…, relative to the workspace."),
+      fromLine: z.number().int().min(1).optional().describe("First line to read, 1-based (default 1)."),
+      lines: z
+        .number()
+        .int()
+        .min(1)
+        .max(maxLines)
+        .optional()
+        .describe(`How many lines (default ${defaultLines}).`),
+    }),
+    async execute(args) {
+      const requested = args.path.replaceAll("\\", "/").replace(/^(\.\/)+/u, "");
+      let absolute: string;
+      let relative: string;
+      try {
+        absolute = await resolveWorkspacePath(options.workspace, requested);
+        relative = toRelativePath(await realpath(path.resolve(options.workspace)), absolute);
+      } catch (error) {
+        return failure(
+          isAlmanacError(error) ? error.message : `Cannot resolve "${args.path}": ${describeError(error)}`,
+        );
+      }
+      if (relative !== MEMORY_FILE && !(isInMemoryDirectory(relative) && relative !== "memory")) {
+        return failure(
+          `memory_get reads only ${MEMORY_FILE} and files under memory/; "${args.path}" is neither.`,
+        );
+      }
+      let text: string;
+      try {
+        text = await readFile(absolute, "utf8");
+      } catch (error) {
+        const code = errorCode(error);
+        if (code === "ENOENT")
+          return failure(`"${relative}" does not exist. Use memory_search to find the right file.`);
+        if (code === "EISDIR") return failure(`"${relative}" is a directory; give a file path.`);
+        return failure(`Cannot read "${relative}": ${describeError(error)}`);
+      }
+      const lines = text.split(/\r?\n/u);
+      if (lines.at(-1) === "") lines.pop();
+      const from = args.fromLine ?? 1;
+      if (lines.length === 0) return `${relative} is empty.`;
+      if (from > lines.length) {
+        return failure(`"${relative}" has ${lines.length} lines; fromLine ${from} is past the end.`);
+      }
+      const to = Math.min(lines.length, from - 1 + (args.lines ?? defaultLines));
+      const more = to < lines.length ? ` (more follows: call again with fromLine ${to + 1})` : "";
+      return `${relative} lines ${from}-${to} of ${lines.length}${more}:\n${lines.slice(from - 1, to).join("\n")}`;
+    },
+  });
+
+  return [memorySearch, memoryGet];
+}

@@ -1,0 +1,75 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describeBackendContract, fileFor, indexChunks } from "./backend-contract.js";
+import { createSqliteIndex } from "./sqlite-index.js";
+
+describeBackendContract("SQLite backend contract", async () => {
+  const directory = await mkdtemp(path.join(tmpdir(), "almanac-sqlite-contract-"));
+  const file = path.join(directory, "index", "memory.sqlite");
+  return {
+    open: async ({ dimensions }) => createSqliteIndex({ path: file, dimensions }),
+    dispose: () => rm(directory, { recursive: true, force: true }),
+  };
+});
+
+describe("createSqliteIndex", () => {
+  let directory: string;
+  let file: string;
+
+  beforeEach(async () => {
+    directory = await mkdtemp(path.join(tmpdir(), "almanac-sqlite-"));
+    file = path.join(directory, "memory.sqlite");
+  });
+
+  afterEach(async () => {
+    await rm(directory, { recursive: true, force: true });
+  });
+
+  it("uses WAL journaling", async () => {
+    const index = createSqliteIndex({ path: file });
+    await index.close();
+    const db = new Database(file, { readonly: true });
+    expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
+    db.close();
+  });
+
+  it("learns the vector size from the first vectors when none is configured", async () => {
+    const index = createSqliteIndex({ path: file });
+    expect((await index.stats()).dimensions).toBeUndefined();
+    await index.upsertFile(fileFor("MEMORY.md", "x"), indexChunks("MEMORY.md", "Otters hold hands.\n"), {
+      model: "m",
+      vectors: [[0.1, 0.2, 0.3]],
+    });
+    expect((await index.stats()).dimensions).toBe(3);
+    await index.close();
+  });
+
+  it("drops stored vectors instead of failing when asked to rebuild on a size change", async () => {
+    const first = createSqliteIndex({ path: file, dimensions: 3 });
+    await first.upsertFile(fileFor("MEMORY.md", "x"), indexChunks("MEMORY.md", "Otters hold hands.\n"), {
+      model: "m",
+      vectors: [[0.1, 0.2, 0.3]],
+    });
+    await first.close();
+    expect(() => createSqliteIndex({ path: file, dimensions: 4 })).toThrow(/3-dimensional vectors but 4/u);
+    const rebuilt = createSqliteIndex({ path: file, dimensions: 4, rebuildOnDimensionsMismatch: true });
+    expect(await rebuilt.stats()).toMatchObject({ chunks: 1, embeddedChunks: 0, dimensions: 4 });
+    expect((await rebuilt.search({ terms: ["otters"], limit: 5 })).length).toBe(1);
+    await rebuilt.close();
+  });
+
+  it("does not read query syntax out of terms", async () => {
+    const index = createSqliteIndex({ path: file });
+    await index.upsertFile(
+      fileFor("MEMORY.md", "x"),
+      indexChunks("MEMORY.md", 'Quote " and NEAR( and OR.\n'),
+      undefined,
+    );
+    const hits = await index.search({ terms: ['"', "near(", "or", "*"], limit: 5 });
+    expect(hits.map((hit) => hit.chunk.path)).toEqual(["MEMORY.md"]);
+    await index.close();
+  });
+});

@@ -1,0 +1,381 @@
+import { type Logger, silentLogger, UserError } from "@almanac/core";
+import type Database from "better-sqlite3";
+import {
+  allOf,
+  anyOf,
+  cacheRowSchema,
+  chunkColumns,
+  chunkRowSchema,
+  countSchema,
+  fileRowSchema,
+  headingSeparator,
+  scoreRowSchema,
+  toFile,
+  toStoredChunk,
+  vectorRowSchema,
+} from "./sqlite-rows.js";
+import { createVectorTable, openSqliteDatabase, readMeta, writeMeta } from "./sqlite-schema.js";
+import { createTermFrequencies } from "./sqlite-term-frequencies.js";
+import type {
+  BackendHit,
+  BackendQuery,
+  BackendStats,
+  ChunkEmbeddings,
+  ChunkVector,
+  IndexChunk,
+  IndexedFile,
+  MemoryIndexBackend,
+  StoredChunk,
+  TermStatistics,
+} from "./types.js";
+import { cosineSimilarity, fromVectorBlob, toVectorBlob } from "./vector-math.js";
+
+/** Options of {@link createSqliteIndex}. */
+export interface SqliteIndexOptions {
+  /** Database file (created with its directory), or `:memory:`. */
+  readonly path: string;
+  /** Vector size. When absent it is learnt from the first vectors stored. */
+  readonly dimensions?: number;
+  /**
+   * What to do when `dimensions` differs from the vectors already stored: `false` (default) fails
+   * with `index.dimensions_mismatch`; `true` drops the vectors (chunks stay searchable as text and
+   * are re-embedded by the indexer's catch-up).
+   */
+  readonly rebuildOnDimensionsMismatch?: boolean;
+  /** Most embedding-cache entries kept; the oldest unreferenced ones go first (default 50 000). */
+  readonly maxCacheEntries?: number;
+  readonly logger?: Logger;
+}
+
+function mismatch(file: string, stored: number, wanted: number): UserError {
+  return new UserError(
+    "index.dimensions_mismatch",
+    `The memory index "${file}" holds ${stored}-dimensional vectors but ${wanted} were given (was the embedding model changed?). ` +
+      `Set the embedding dimensions back to ${stored}, enable rebuildOnDimensionsMismatch, or delete "${file}": it is rebuilt from the Markdown files.`,
+  );
+}
+
+/**
+ * The embedded default backend: one SQLite file with FTS5 (BM25) for text, sqlite-vec for vectors,
+ * a files table for incremental sync and an embedding cache keyed by (model, content hash).
+ * WAL mode; every mutation runs in a transaction. The file can be deleted at any time: the indexer
+ * rebuilds it from the Markdown. Throws `index.dimensions_mismatch` (see {@link SqliteIndexOptions}).
+ */
+export function createSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
+  const logger = (options.logger ?? silentLogger).child({ component: "memory-index", backend: "sqlite" });
+  const maxCacheEntries = options.maxCacheEntries ?? 50_000;
+  const db = openSqliteDatabase(options.path);
+  const storedDimensions = (): number | undefined => {
+    const value = readMeta(db, "dimensions");
+    return value === undefined ? undefined : Number(value);
+  };
+  const existing = storedDimensions();
+  if (existing !== undefined && options.dimensions !== undefined && existing !== options.dimensions) {
+    if (options.rebuildOnDimensionsMismatch !== true) {
+      db.close();
+      throw mismatch(options.path, existing, options.dimensions);
+    }
+    logger.warn(
+      { stored: existing, configured: options.dimensions },
+      "vector size changed; dropping stored vectors",
+    );
+    dropVectors(db);
+  }
+  if (storedDimensions() === undefined && options.dimensions !== undefined)
+    createVectorTable(db, options.dimensions);
+
+  const statements = {
+    chunkIdsOfPath: db.prepare("SELECT id FROM chunks WHERE path = ?").pluck(),
+    deleteChunksOfPath: db.prepare("DELETE FROM chunks WHERE path = ?"),
+    deleteFts: db.prepare("DELETE FROM chunks_fts WHERE rowid = ?"),
+    insertFts: db.prepare("INSERT INTO chunks_fts (rowid, terms) VALUES (?, ?)"),
+    upsertFile: db.prepare(
+      "INSERT OR REPLACE INTO files (path, hash, mtime_ms, size, source) VALUES (@path, @hash, @mtimeMs, @size, @source)",
+    ),
+    deleteFile: db.prepare("DELETE FROM files WHERE path = ?"),
+    insertChunk: db.prepare(
+      `INSERT INTO chunks (chunk_id, path, start_line, end_line, headings, text, hash, source, updated_at, embedded)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    fileState: db.prepare("SELECT path, hash, mtime_ms, size, source FROM files WHERE path = ?"),
+    listFiles: db.prepare("SELECT path, hash, mtime_ms, size, source FROM files ORDER BY path"),
+    textSearch: db.prepare(
+      "SELECT rowid, -bm25(chunks_fts) AS score FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?",
+    ),
+    recentTextSearch: db.prepare(
+      "SELECT rowid, 0 AS score FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+    ),
+    chunksById: db.prepare(`SELECT ${chunkColumns} FROM chunks WHERE id IN (SELECT value FROM json_each(?))`),
+    pending: db.prepare(`SELECT ${chunkColumns} FROM chunks WHERE embedded = 0 ORDER BY id LIMIT ?`),
+    chunkForVector: db.prepare("SELECT id FROM chunks WHERE chunk_id = ? AND hash = ?").pluck(),
+    markEmbedded: db.prepare("UPDATE chunks SET embedded = 1 WHERE id = ?"),
+    cacheInsert: db.prepare(
+      "INSERT OR IGNORE INTO embedding_cache (model, hash, dimensions, vector, created_at) VALUES (?, ?, ?, ?, ?)",
+    ),
+    cacheLookup: db.prepare(
+      "SELECT hash, vector FROM embedding_cache WHERE model = ? AND hash IN (SELECT value FROM json_each(?))",
+    ),
+    count: (table: string) => db.prepare(`SELECT count(*) AS count FROM ${table}`),
+  };
+  let vectorStatements:
+    | {
+        insert: Database.Statement;
+        remove: Database.Statement;
+        knn: Database.Statement;
+        get: Database.Statement;
+      }
+    | undefined;
+  const vectors = () => {
+    if (storedDimensions() === undefined) return undefined;
+    vectorStatements ??= {
+      insert: db.prepare("INSERT INTO chunks_vec (rowid, embedding) VALUES (?, ?)"),
+      remove: db.prepare("DELETE FROM chunks_vec WHERE rowid = ?"),
+      knn: db.prepare("SELECT rowid, distance AS score FROM chunks_vec WHERE embedding MATCH ? AND k = ?"),
+      get: db.prepare("SELECT rowid, embedding FROM chunks_vec WHERE rowid = ?"),
+    };
+    return vectorStatements;
+  };
+  let chunkTotal: number | undefined;
+  const frequencies = createTermFrequencies(db);
+  let cacheInsertsSincePrune = 0;
+
+  const countRows = (table: string): number => countSchema.parse(statements.count(table).get()).count;
+
+  const forgetCounts = (): void => {
+    chunkTotal = undefined;
+    frequencies.forget();
+  };
+
+  /** Checks (and on first use fixes) the vector size, before anything is written. */
+  const ensureDimensions = (size: number): void => {
+    const stored = storedDimensions();
+    if (stored === undefined) {
+      createVectorTable(db, size);
+      vectorStatements = undefined;
+    } else if (stored !== size) {
+      throw mismatch(options.path, stored, size);
+    }
+  };
+
+  const storeVector = (rowid: number, model: string, hash: string, vector: readonly number[]): void => {
+    const blob = toVectorBlob(vector);
+    const statementsForVectors = vectors()!;
+    statementsForVectors.remove.run(BigInt(rowid));
+    statementsForVectors.insert.run(BigInt(rowid), blob);
+    statements.markEmbedded.run(rowid);
+    if (statements.cacheInsert.run(model, hash, vector.length, blob, Date.now()).changes > 0)
+      cacheInsertsSincePrune += 1;
+  };
+
+  const removeChunksOfPath = (filePath: string): void => {
+    const vectorTable = vectors();
+    for (const id of statements.chunkIdsOfPath.all(filePath)) {
+      if (typeof id !== "number") continue;
+      statements.deleteFts.run(id);
+      vectorTable?.remove.run(BigInt(id));
+    }
+    statements.deleteChunksOfPath.run(filePath);
+  };
+
+  const pruneCache = (): void => {
+    if (cacheInsertsSincePrune < 500) return;
+    cacheInsertsSincePrune = 0;
+    const excess = countRows("embedding_cache") - maxCacheEntries;
+    if (excess <= 0) return;
+    db.prepare(
+      `DELETE FROM embedding_cache WHERE (model, hash) IN (
+         SELECT model, hash FROM embedding_cache WHERE hash NOT IN (SELECT hash FROM chunks)
+         ORDER BY created_at LIMIT ?)`,
+    ).run(excess);
+  };
+
+  const upsert = db.transaction(
+    (file: IndexedFile, chunks: readonly IndexChunk[], embeddings?: ChunkEmbeddings) => {
+      removeChunksOfPath(file.path);
+      statements.upsertFile.run(file);
+      chunks.forEach((chunk, index) => {
+        const vector = embeddings?.vectors[index];
+        const { lastInsertRowid } = statements.insertChunk.run(
+          chunk.id,
+          chunk.path,
+          chunk.startLine,
+          chunk.endLine,
+          chunk.headings.join(headingSeparator),
+          chunk.text,
+          chunk.hash,
+          file.source,
+          file.mtimeMs,
+          0,
+        );
+        const rowid = Number(lastInsertRowid);
+        statements.insertFts.run(rowid, chunk.terms.join(" "));
+        if (vector !== undefined && embeddings !== undefined)
+          storeVector(rowid, embeddings.model, chunk.hash, vector);
+      });
+      if (embeddings?.vectors.some((vector) => vector !== undefined))
+        writeMeta(db, "vector_model", embeddings.model);
+      forgetCounts();
+      pruneCache();
+    },
+  );
+
+  const removeFile = db.transaction((filePath: string) => {
+    removeChunksOfPath(filePath);
+    statements.deleteFile.run(filePath);
+    forgetCounts();
+  });
+
+  const applyVectors = db.transaction((model: string, entries: readonly ChunkVector[]) => {
+    for (const entry of entries) {
+      const rowid = statements.chunkForVector.get(entry.chunkId, entry.hash);
+      if (typeof rowid === "number") storeVector(rowid, model, entry.hash, entry.vector);
+    }
+    if (entries.length > 0) writeMeta(db, "vector_model", model);
+    pruneCache();
+  });
+
+  const fetchChunks = (ids: readonly number[]): Map<number, StoredChunk> => {
+    const byId = new Map<number, StoredChunk>();
+    for (const row of statements.chunksById.all(JSON.stringify(ids))) {
+      const parsed = chunkRowSchema.parse(row);
+      byId.set(parsed.id, toStoredChunk(parsed));
+    }
+    return byId;
+  };
+
+  return {
+    kind: "sqlite",
+
+    async upsertFile(file, chunks, embeddings) {
+      const sizes = new Set(
+        embeddings?.vectors.flatMap((vector) => (vector === undefined ? [] : [vector.length])),
+      );
+      for (const size of sizes) ensureDimensions(size);
+      upsert(file, chunks, embeddings);
+    },
+
+    async deleteFile(filePath) {
+      removeFile(filePath);
+    },
+
+    async fileState(filePath) {
+      const row = statements.fileState.get(filePath);
+      return row === undefined ? undefined : toFile(fileRowSchema.parse(row));
+    },
+
+    async listFiles() {
+      return statements.listFiles.all().map((row) => toFile(fileRowSchema.parse(row)));
+    },
+
+    async search(query: BackendQuery): Promise<BackendHit[]> {
+      const textScores = new Map<number, number>();
+      if (query.terms.length > 0 || (query.allOf?.length ?? 0) > 0) {
+        const statement = query.rank === false ? statements.recentTextSearch : statements.textSearch;
+        const expression = query.allOf === undefined ? anyOf(query.terms) : allOf(query.allOf);
+        for (const row of statement.all(expression, query.limit)) {
+          const parsed = scoreRowSchema.parse(row);
+          textScores.set(parsed.rowid, parsed.score);
+        }
+      }
+      const similarities = new Map<number, number>();
+      const vectorTable = vectors();
+      if (query.vector !== undefined && vectorTable !== undefined) {
+        if (query.vector.length !== storedDimensions())
+          throw mismatch(options.path, storedDimensions()!, query.vector.length);
+        for (const row of vectorTable.knn.all(toVectorBlob(query.vector), query.limit)) {
+          const parsed = scoreRowSchema.parse(row);
+          similarities.set(parsed.rowid, 1 - parsed.score);
+        }
+        for (const rowid of textScores.keys()) {
+          if (similarities.has(rowid)) continue;
+          const row = vectorTable.get.get(BigInt(rowid));
+          if (row === undefined) continue;
+          const parsed = vectorRowSchema.parse(row);
+          similarities.set(rowid, cosineSimilarity(query.vector, fromVectorBlob(parsed.embedding)));
+        }
+      }
+      const ids = [...new Set([...textScores.keys(), ...similarities.keys()])];
+      const chunks = fetchChunks(ids);
+      return ids.flatMap((id) => {
+        const chunk = chunks.get(id);
+        if (chunk === undefined) return [];
+        const textScore = textScores.get(id);
+        const vectorSimilarity = similarities.get(id);
+        return [
+          {
+            chunk,
+            ...(textScore === undefined ? {} : { textScore }),
+            ...(vectorSimilarity === undefined ? {} : { vectorSimilarity }),
+          },
+        ];
+      });
+    },
+
+    async termStatistics(terms: readonly string[]): Promise<TermStatistics> {
+      chunkTotal ??= countRows("chunks");
+      const total = chunkTotal;
+      return { total, documents: new Map(terms.map((term) => [term, frequencies.count(term, total)])) };
+    },
+
+    async pendingChunks(limit) {
+      return statements.pending.all(limit).map((row) => toStoredChunk(chunkRowSchema.parse(row)));
+    },
+
+    async setVectors(model, entries) {
+      const sizes = new Set(entries.map((entry) => entry.vector.length));
+      for (const size of sizes) ensureDimensions(size);
+      applyVectors(model, entries);
+    },
+
+    async cachedVectors(model, hashes) {
+      const found = new Map<string, readonly number[]>();
+      if (hashes.length === 0) return found;
+      for (const row of statements.cacheLookup.all(model, JSON.stringify(hashes))) {
+        const parsed = cacheRowSchema.parse(row);
+        found.set(parsed.hash, Array.from(fromVectorBlob(parsed.vector)));
+      }
+      return found;
+    },
+
+    async clearVectors() {
+      dropVectors(db);
+      vectorStatements = undefined;
+      if (options.dimensions !== undefined) createVectorTable(db, options.dimensions);
+    },
+
+    async clear() {
+      db.transaction(() => {
+        db.exec(
+          "DELETE FROM files; DELETE FROM chunks; INSERT INTO chunks_fts (chunks_fts) VALUES ('delete-all');",
+        );
+        if (vectors() !== undefined) db.exec("DELETE FROM chunks_vec");
+      })();
+      forgetCounts();
+    },
+
+    async stats(): Promise<BackendStats> {
+      const embedded = countSchema.parse(
+        db.prepare("SELECT count(*) AS count FROM chunks WHERE embedded = 1").get(),
+      );
+      return {
+        files: countRows("files"),
+        chunks: countRows("chunks"),
+        embeddedChunks: embedded.count,
+        dimensions: storedDimensions(),
+        vectorModel: readMeta(db, "vector_model"),
+      };
+    },
+
+    async close() {
+      if (db.open) db.close();
+    },
+  };
+}
+
+/** Drops the vector table and marks every chunk pending (chunks stay searchable as text). */
+function dropVectors(db: Database.Database): void {
+  db.transaction(() => {
+    db.exec("DROP TABLE IF EXISTS chunks_vec; UPDATE chunks SET embedded = 0;");
+    db.prepare("DELETE FROM meta WHERE key IN ('dimensions', 'vector_model')").run();
+  })();
+}

@@ -1,0 +1,55 @@
+import type Database from "better-sqlite3";
+import { z } from "zod";
+import { anyOf } from "./sqlite-rows.js";
+
+/** Matches counted one by one before a term's frequency is extrapolated instead. */
+const exactLimit = 2000;
+const newestSchema = z.object({ count: z.number(), oldest: z.number().nullable() });
+const idRangeSchema = z.object({ low: z.number().nullable(), high: z.number().nullable() });
+
+/** Document frequencies from the FTS5 index, cached until the next write. */
+export interface TermFrequencies {
+  /** Chunks holding `term`, out of `total` (exact up to 2000, estimated above). */
+  count(term: string, total: number): number;
+  /** Drops the cache (after any write). */
+  forget(): void;
+}
+
+/**
+ * Counting a term's matches costs time in proportion to them (fts5vocab as well), which a query
+ * cannot afford on a large index. So a term is counted exactly up to 2000 matches; beyond that,
+ * its frequency is extrapolated from how far back in chunk ids its 2000 newest matches reach
+ * (FTS5 reads newest first cheaply). Estimates only weigh terms (IDF) and plan queries.
+ */
+export function createTermFrequencies(db: Database.Database): TermFrequencies {
+  const newestMatches = db.prepare(
+    "SELECT count(*) AS count, min(rowid) AS oldest FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC LIMIT ?)",
+  );
+  const idRangeStatement = db.prepare("SELECT min(id) AS low, max(id) AS high FROM chunks");
+  const cache = new Map<string, number>();
+  let idRange: z.infer<typeof idRangeSchema> | undefined;
+
+  return {
+    count(term, total) {
+      const known = cache.get(term);
+      if (known !== undefined) return known;
+      const newest = newestSchema.parse(newestMatches.get(anyOf([term]), exactLimit));
+      let count = newest.count;
+      if (count >= exactLimit && newest.oldest !== null) {
+        idRange ??= idRangeSchema.parse(idRangeStatement.get());
+        const high = idRange.high ?? newest.oldest;
+        const span = Math.max(1, high - newest.oldest + 1);
+        const ids = Math.max(span, high - (idRange.low ?? newest.oldest) + 1);
+        // The matches found cover `span` of the `ids` id range (chunks spread evenly over it).
+        count = Math.min(total, Math.round((count * ids) / span));
+      }
+      if (cache.size > 10_000) cache.clear();
+      cache.set(term, count);
+      return count;
+    },
+    forget() {
+      cache.clear();
+      idRange = undefined;
+    },
+  };
+}

@@ -1,0 +1,134 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import {
+  analyzeQuery,
+  analyzeText,
+  containsTerm,
+  normalizeForMatching,
+  stemEnglish,
+} from "./text-analysis.js";
+
+const han = [..."项目部署脚本数据库迁移会议客户设计评审上线时间预算计划报告团队"];
+
+describe("analyzeText", () => {
+  it("indexes Chinese as characters and overlapping bigrams", () => {
+    const terms = analyzeText("新项目的设计评审");
+    expect(terms).toEqual(expect.arrayContaining(["新", "项目", "目的", "设计", "评审", "审"]));
+  });
+
+  it("lets any two-character (or longer) piece of a Chinese text find it through the query side", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.constantFrom(...han), { minLength: 2, maxLength: 40 }),
+        fc.nat(),
+        fc.nat(),
+        (chars, a, b) => {
+          const text = chars.join("");
+          const start = a % (chars.length - 1);
+          const query = chars.slice(start, start + 2 + (b % (chars.length - start - 1))).join("");
+          const indexed = new Set(analyzeText(text));
+          for (const concept of analyzeQuery(query).concepts) {
+            expect(concept.terms.some((term) => indexed.has(term))).toBe(true);
+          }
+        },
+      ),
+    );
+  });
+
+  it("keeps identifiers, file names and URLs whole as well as in parts", () => {
+    const terms = analyzeText("See OPS-4821, scripts/deploy.sh and https://example.com/docs?id=7 today.");
+    expect(terms).toEqual(
+      expect.arrayContaining([
+        "ops-4821",
+        "ops",
+        "4821",
+        "scripts/deploy.sh",
+        "deploy.sh",
+        "deploy",
+        "example.com",
+        "https://example.com/docs?id=7",
+      ]),
+    );
+    expect(analyzeText("memory/2025-03-01.md")).toEqual(
+      expect.arrayContaining(["2025-03-01.md", "2025-03-01"]),
+    );
+  });
+
+  it("folds case and full-width forms (NFKC) the same way on both sides", () => {
+    expect(analyzeText("ＡＰＯＬＬＯ Ｖ２")).toEqual(["apollo", "v2"]);
+    expect(analyzeQuery("Apollo").terms).toEqual(["apollo"]);
+  });
+
+  it("adds light English stems for plurals and possessives only", () => {
+    expect(analyzeText("policies notes Priya's class status don't")).toEqual([
+      "policies",
+      "policy",
+      "notes",
+      "note",
+      "priya",
+      "class",
+      "status",
+      "dont",
+    ]);
+    expect(stemEnglish("boxes")).toBe("boxe");
+    expect(stemEnglish("ops")).toBe("ops");
+  });
+});
+
+describe("analyzeQuery", () => {
+  it("marks stop words, and ticket ids, numbers and names as identifiers", () => {
+    const { concepts } = analyzeQuery("What did Priya say about OPS-4821 in 2024?");
+    const byTerm = new Map(concepts.map((concept) => [concept.terms[0], concept]));
+    expect(byTerm.get("what")).toMatchObject({ stopWord: true, identifier: false });
+    expect(byTerm.get("priya")).toMatchObject({ stopWord: false, identifier: true });
+    expect(byTerm.get("ops-4821")).toMatchObject({ identifier: true });
+    expect(byTerm.get("2024")).toMatchObject({ identifier: true });
+    expect(byTerm.get("say")).toMatchObject({ identifier: false, stopWord: false });
+  });
+
+  it("groups a word with its stem so either form matches", () => {
+    expect(analyzeQuery("deployments").concepts).toEqual([
+      { terms: ["deployments", "deployment"], identifier: false, stopWord: false },
+    ]);
+  });
+
+  it("uses the segmenter's words for Chinese queries, not bigrams across word boundaries", () => {
+    const terms = analyzeQuery("项目的截止日期").concepts.map((concept) => concept.terms[0]);
+    expect(terms).toEqual(expect.arrayContaining(["项目", "截止", "日期"]));
+    expect(terms).not.toContain("目的");
+  });
+});
+
+describe("containsTerm", () => {
+  const word = fc.constantFrom(
+    "cat",
+    "cats",
+    "policy",
+    "policies",
+    "deploy",
+    "ops",
+    "4821",
+    "note",
+    "notes",
+    "class",
+  );
+  const separator = fc.constantFrom(" ", ", ", ". ", "-", "/", "\n", " (", ") ");
+
+  it("finds every term analyzeText produces, without analysing", () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(word, separator), { minLength: 1, maxLength: 12 }), (parts) => {
+        const text = parts.map(([part, sep]) => part + sep).join("");
+        const normalized = normalizeForMatching(text);
+        for (const term of analyzeText(text, { segmentCjk: false }))
+          expect(containsTerm(normalized, term)).toBe(true);
+      }),
+    );
+  });
+
+  it("respects word boundaries", () => {
+    expect(containsTerm("the category", "cat")).toBe(false);
+    expect(containsTerm("see ops-4821.", "ops")).toBe(true);
+    expect(containsTerm("two cats", "cat")).toBe(true);
+    expect(containsTerm("新项目的", "项目")).toBe(true);
+  });
+});

@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { analyzeQuery } from "./text-analysis.js";
+import { planTextQuery } from "./text-query-plan.js";
+
+const statistics = (total: number, documents: Record<string, number>) => ({
+  total,
+  documents: new Map(Object.entries(documents)),
+});
+
+describe("planTextQuery", () => {
+  it("sends every term when the backend has no statistics", () => {
+    expect(planTextQuery(analyzeQuery("apollo launch"), statistics(0, {}), 100)).toEqual({
+      primary: { terms: ["apollo", "launch"] },
+    });
+  });
+
+  it("takes rare terms first within the budget and leaves stop words and absent terms out", () => {
+    const plan = planTextQuery(
+      analyzeQuery("what is the apollo launch date"),
+      statistics(10_000, { apollo: 20, launch: 300, date: 4000, what: 9000, the: 9900 }),
+      1000,
+    );
+    expect(plan).toEqual({ primary: { terms: ["apollo", "launch"] } });
+  });
+
+  it("intersects common terms instead of ranking every match", () => {
+    const plan = planTextQuery(
+      analyzeQuery("meeting notes"),
+      statistics(100_000, { meeting: 20_000, notes: 30_000, note: 30_000 }),
+      5000,
+    );
+    expect(plan).toEqual({
+      primary: { terms: ["meeting", "notes", "note"], allOf: [["meeting"], ["notes", "note"]], rank: false },
+      topUp: { terms: ["meeting"], rank: false },
+    });
+    const small = planTextQuery(
+      analyzeQuery("meeting notes"),
+      statistics(100_000, { meeting: 8000, notes: 9000 }),
+      5000,
+    );
+    expect(small.primary).toMatchObject({ allOf: [["meeting"], ["notes"]], rank: true });
+  });
+
+  it("falls back to the newest chunks holding a single very common term", () => {
+    expect(planTextQuery(analyzeQuery("meeting"), statistics(100_000, { meeting: 60_000 }), 5000)).toEqual({
+      primary: { terms: ["meeting"], rank: false },
+    });
+    expect(planTextQuery(analyzeQuery("zzz"), statistics(100, {}), 5000)).toEqual({ primary: undefined });
+  });
+});
