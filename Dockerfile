@@ -10,9 +10,13 @@ RUN apt-get update \
 RUN npm install -g pnpm@10
 WORKDIR /app
 COPY pnpm-workspace.yaml pnpm-lock.yaml package.json ./
+COPY scripts ./scripts
 COPY apps ./apps
 COPY packages ./packages
-RUN pnpm install --prod --frozen-lockfile
+# Everything first (the console's build needs Vite), then drop what production does not use.
+RUN pnpm install --frozen-lockfile \
+  && pnpm run build:console \
+  && pnpm install --prod --frozen-lockfile --config.confirmModulesPurge=false
 
 FROM node:24-slim AS runtime
 ENV NODE_ENV=production \

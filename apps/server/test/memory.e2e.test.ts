@@ -172,4 +172,40 @@ describe("long-term memory through the server", () => {
     expect(refusal?.role).toBe("tool");
     expect(String(refusal?.content)).toMatch(/shrink|most of/i);
   });
+
+  it("makes a note saved on disk searchable without a restart, and the agent finds it with memory_search", async () => {
+    running = await startTestServer();
+    const { llm } = running;
+    const { mkdir, writeFile } = await import("node:fs/promises");
+    await mkdir(join(running.home, "workspace", "memory"), { recursive: true });
+    await writeFile(
+      join(running.home, "workspace", "memory", "2026-11-30.md"),
+      "# 2026-11-30\n\n## Incidents\n- OPS-4821: the payment webhook timed out after the TLS certificate rotation.\n",
+    );
+    let hits: Array<{ path: string; startLine: number }> = [];
+    for (let attempt = 0; attempt < 100 && hits.length === 0; attempt += 1) {
+      const body = (await (await running.api("/api/memory/search?q=OPS-4821")).json()) as {
+        results: typeof hits;
+      };
+      hits = body.results;
+      if (hits.length === 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(hits[0]).toMatchObject({ path: "memory/2026-11-30.md" });
+    llm.enqueue(
+      script.toolCalls([{ name: "memory_search", arguments: { query: "payment webhook OPS-4821" } }]),
+      script.text("It was the TLS certificate rotation."),
+    );
+    expect(await chat(running, "recall", "Why did OPS-4821 happen?")).toBe(
+      "It was the TLS certificate rotation.",
+    );
+    const toolResult = llm.chatRequests().at(-1)?.messages.at(-1);
+    expect(toolResult?.role).toBe("tool");
+    expect(String(toolResult?.content)).toContain("memory/2026-11-30.md");
+    const status = (await (await running.api("/api/memory/index")).json()) as {
+      files: number;
+      backend: string;
+    };
+    expect(status).toMatchObject({ backend: "sqlite" });
+    expect(status.files).toBeGreaterThanOrEqual(1);
+  });
 });
