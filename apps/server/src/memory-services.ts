@@ -191,24 +191,25 @@ export async function createMemoryServices(options: {
 /** The configured index backend: the embedded SQLite file, or Qdrant. */
 async function createIndexBackend(config: AlmanacConfig, logger: Logger): Promise<MemoryIndexBackend> {
   const { index, embedding } = config;
-  if (index.backend === "qdrant") {
+  if (index.backend === "qdrant" && (embedding.baseUrl === undefined || embedding.dimensions === undefined)) {
+    // A first `docker compose up` without an embedding model must still start: Qdrant needs the vector
+    // size up front, so until the embedding settings exist the embedded index does the job.
+    logger.warn(
+      { missing: ["ALMANAC_EMBEDDING_BASE_URL", "ALMANAC_EMBEDDING_MODEL", "ALMANAC_EMBEDDING_DIMENSIONS"] },
+      "ALMANAC_INDEX_BACKEND=qdrant needs an embedding model and its dimensions; using the embedded SQLite index until they are set",
+    );
+  } else if (index.backend === "qdrant") {
     if (!index.qdrantUrl) {
       throw new UserError(
         "config.invalid",
         "ALMANAC_INDEX_BACKEND=qdrant needs ALMANAC_QDRANT_URL (e.g. http://qdrant:6333).",
       );
     }
-    if (embedding.dimensions === undefined) {
-      throw new UserError(
-        "config.invalid",
-        "The Qdrant backend needs the vector size up front: set ALMANAC_EMBEDDING_DIMENSIONS (and an embedding model).",
-      );
-    }
     return createQdrantIndex({
       url: index.qdrantUrl,
       ...(index.qdrantApiKey ? { apiKey: index.qdrantApiKey } : {}),
       collection: index.qdrantCollection,
-      dimensions: embedding.dimensions,
+      dimensions: embedding.dimensions as number,
       logger,
     });
   }

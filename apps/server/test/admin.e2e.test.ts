@@ -88,6 +88,17 @@ describe("security and bad input", () => {
   });
 });
 
+describe("first run with the Qdrant backend but no embedding model", () => {
+  it("starts on the embedded SQLite index and says why in the log", async () => {
+    running = await startTestServer({
+      env: { ALMANAC_INDEX_BACKEND: "qdrant", ALMANAC_QDRANT_URL: "http://127.0.0.1:9" },
+    });
+    const status = (await (await running.api("/api/memory/index")).json()) as { backend: string };
+    expect(status.backend).toBe("sqlite");
+    expect(running.logs.join("")).toContain("using the embedded SQLite index until they are set");
+  });
+});
+
 describe("first run without a model", () => {
   it("starts, says what is missing in /readyz and answers chat with 503 naming the keys", async () => {
     running = await startTestServer({ withModel: false });
