@@ -1,43 +1,22 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createToolkit } from "@almanac/agent";
 import {
   type ChannelStatus,
   type ChatModel,
   type ChatRequest,
   type ChatResponse,
   createMessage,
-  createTokenCounter,
   type InboundMessage,
   type OutboundMessage,
-  silentLogger,
   type TypingIndicatorAdapter,
 } from "@almanac/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../config/load-config.js";
-import { createAgentRuntime } from "../runtime/agent-runtime.js";
-import { SessionManager } from "../runtime/session-manager.js";
-import { createLaneScheduler } from "../sessions/lane-scheduler.js";
-import { createSessionStore } from "../sessions/session-store.js";
+import type { SessionManager } from "../runtime/session-manager.js";
+import { createTestSessionManager } from "../testing/test-session-manager.js";
 import type { AccessPolicy } from "./access-policy.js";
 import { createChannelHub } from "./channel-hub.js";
 import { createDedupStore } from "./dedup-store.js";
-
-/** The real agent runtime (compaction included) over a model fake, with an empty configuration. */
-function testRuntime(chatModel: ChatModel, home: string) {
-  return createAgentRuntime({
-    config: loadConfig({ env: {}, cwd: home, dotenv: false }).config,
-    model: chatModel,
-    compactionModel: chatModel,
-    toolkit: createToolkit([]),
-    tokenCounter: createTokenCounter(),
-    basePrompt: "test",
-    memoryGuide: "",
-    journal: async () => {},
-    logger: silentLogger,
-  });
-}
 
 /** An in-memory adapter at the ChannelAdapter interface: tests push messages, replies are recorded. */
 class MemoryAdapter implements TypingIndicatorAdapter {
@@ -111,14 +90,7 @@ let dir: string;
 let sessions: SessionManager;
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "almanac-hub-"));
-  sessions = new SessionManager({
-    store: createSessionStore({ dir: join(dir, "sessions") }),
-    scheduler: createLaneScheduler({ maxConcurrent: 2, laneCapacity: 4 }),
-    runtime: testRuntime(new EchoModel(), dir),
-    missingModelSettings: [],
-    tokenCounter: createTokenCounter(),
-    limits: { maxMessageChars: 1000, turnTimeoutMs: 10_000, idleUnloadMs: 60_000, contextWindow: 10_000 },
-  });
+  sessions = createTestSessionManager({ model: new EchoModel(), dir, sessionsDir: join(dir, "sessions") });
 });
 afterEach(async () => {
   sessions.close();

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { formatSessionKey, type InboundMessage, UserError } from "@almanac/core";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import { abortWhenClientLeaves, createLazyEventStream } from "../http/sse.js";
 import type { SessionManager } from "../runtime/session-manager.js";
 
 const consoleChatBody = z.object({
@@ -53,46 +54,29 @@ export function registerConsoleChat(app: FastifyInstance, sessions: SessionManag
         text: message,
         receivedAt: Date.now(),
       };
-      const abort = new AbortController();
-      // The browser navigating away closes the response before it finished: stop the turn then.
-      reply.raw.on("close", () => {
-        if (!reply.raw.writableFinished) abort.abort();
-      });
-
-      // Headers go out with the first event, so errors before it still get a proper status and JSON body.
-      let started = false;
-      const send = (event: ConsoleChatEvent) => {
-        if (!started) {
-          reply.hijack();
-          reply.raw.writeHead(200, {
-            "content-type": "text/event-stream; charset=utf-8",
-            "cache-control": "no-cache",
-            connection: "keep-alive",
-            "x-almanac-session": sessionKey,
-          });
-          started = true;
-        }
-        reply.raw.write(`data: ${JSON.stringify(event)}\n\n`);
-      };
+      // The browser navigating away closes the response before it finished: that stops the turn.
+      const signal = abortWhenClientLeaves(reply);
+      const stream = createLazyEventStream(reply, { "x-almanac-session": sessionKey });
+      const send = (event: ConsoleChatEvent) => stream.send(event);
       try {
         const result = await sessions.handle({
           inbound,
           stream: true,
-          signal: abort.signal,
+          signal,
           onTextDelta: (text) => send({ type: "delta", text }),
         });
         send({ type: "done", text: result.text, sessionKey });
-        reply.raw.end();
+        stream.end();
       } catch (error) {
-        if (!started) throw error;
+        if (!stream.started) throw error;
         request.log.error({ err: error }, "console turn failed");
         const message =
           error instanceof UserError
             ? error.message
             : "The assistant failed while answering; see the server log.";
         const code = error instanceof UserError ? error.code : "turn.failed";
-        reply.raw.write(`data: ${JSON.stringify({ type: "error", message, code })}\n\n`);
-        reply.raw.end();
+        stream.send({ type: "error", message, code });
+        stream.end();
       }
       return reply;
     },

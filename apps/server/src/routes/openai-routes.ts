@@ -8,6 +8,7 @@ import {
 } from "@almanac/core";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import { abortWhenClientLeaves, createLazyEventStream } from "../http/sse.js";
 import type { SessionManager } from "../runtime/session-manager.js";
 
 const chatBodySchema = z.object({
@@ -92,14 +93,11 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
       const id = `chatcmpl-${randomUUID().replaceAll("-", "")}`;
       const created = Math.floor(Date.now() / 1000);
       const model = body.model ?? ALMANAC_MODEL_ID;
-      const abort = new AbortController();
-      // The response's close fires when the client goes away before we finished: stop the turn then.
-      reply.raw.on("close", () => {
-        if (!reply.raw.writableFinished) abort.abort();
-      });
+      // The response's close fires when the client goes away before we finished: that stops the turn.
+      const signal = abortWhenClientLeaves(reply);
 
       if (!body.stream) {
-        const result = await sessions.handle({ inbound, signal: abort.signal });
+        const result = await sessions.handle({ inbound, signal });
         reply.header("x-almanac-session", sessionKey);
         return {
           id,
@@ -123,20 +121,8 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
       }
 
       // Streaming: headers go out only with the first delta, so errors before it still get a proper status.
-      let started = false;
-      const write = (chunk: unknown) => {
-        if (!started) {
-          reply.hijack();
-          reply.raw.writeHead(200, {
-            "content-type": "text/event-stream; charset=utf-8",
-            "cache-control": "no-cache",
-            connection: "keep-alive",
-            "x-almanac-session": sessionKey,
-          });
-          started = true;
-        }
-        reply.raw.write(`data: ${JSON.stringify(chunk)}\n\n`);
-      };
+      const stream = createLazyEventStream(reply, { "x-almanac-session": sessionKey });
+      const write = (data: unknown) => stream.send(data);
       const chunk = (delta: Record<string, unknown>, finishReason: string | null) => ({
         id,
         object: "chat.completion.chunk",
@@ -149,7 +135,7 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
         const result = await sessions.handle({
           inbound,
           stream: true,
-          signal: abort.signal,
+          signal,
           onTextDelta: (text) => {
             if (!sentText) write(chunk({ role: "assistant", content: "" }, null));
             sentText = true;
@@ -162,19 +148,17 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
           write(chunk({ content: result.text }, null));
         }
         write(chunk({}, "stop"));
-        reply.raw.write("data: [DONE]\n\n");
-        reply.raw.end();
+        stream.sendRaw("[DONE]");
+        stream.end();
       } catch (error) {
-        if (!started) throw error;
+        if (!stream.started) throw error;
         const message =
           error instanceof UserError
             ? error.message
             : "The assistant failed while answering; see the server log.";
         request.log.error({ err: error }, "streamed turn failed");
-        reply.raw.write(
-          `data: ${JSON.stringify({ error: { message, type: "server_error", code: "turn.failed" } })}\n\n`,
-        );
-        reply.raw.end();
+        stream.send({ error: { message, type: "server_error", code: "turn.failed" } });
+        stream.end();
       }
       return reply;
     },

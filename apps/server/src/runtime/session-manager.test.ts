@@ -1,37 +1,16 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createToolkit } from "@almanac/agent";
 import {
   type ChatModel,
   type ChatRequest,
   type ChatResponse,
   createMessage,
-  createTokenCounter,
   type InboundMessage,
-  silentLogger,
 } from "@almanac/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../config/load-config.js";
-import { createLaneScheduler } from "../sessions/lane-scheduler.js";
-import { createSessionStore } from "../sessions/session-store.js";
-import { createAgentRuntime } from "./agent-runtime.js";
-import { SessionManager } from "./session-manager.js";
-
-/** The real agent runtime (compaction included) over a model fake, with an empty configuration. */
-function testRuntime(chatModel: ChatModel, home: string) {
-  return createAgentRuntime({
-    config: loadConfig({ env: {}, cwd: home, dotenv: false }).config,
-    model: chatModel,
-    compactionModel: chatModel,
-    toolkit: createToolkit([]),
-    tokenCounter: createTokenCounter(),
-    basePrompt: "test",
-    memoryGuide: "",
-    journal: async () => {},
-    logger: silentLogger,
-  });
-}
+import { createTestSessionManager } from "../testing/test-session-manager.js";
+import type { SessionManager } from "./session-manager.js";
 
 /** A model at the interface: answers with the number of user messages it was shown, after an optional gate. */
 class CountingModel implements ChatModel {
@@ -75,15 +54,7 @@ function inbound(id: string, text: string): InboundMessage {
 }
 
 function createManager(queueLimit = 4): SessionManager {
-  return new SessionManager({
-    store: createSessionStore({ dir }),
-    scheduler: createLaneScheduler({ maxConcurrent: 4, laneCapacity: queueLimit }),
-    runtime: testRuntime(model, dir),
-    missingModelSettings: [],
-    tokenCounter: createTokenCounter(),
-    limits: { maxMessageChars: 1000, turnTimeoutMs: 10_000, idleUnloadMs: 60_000, contextWindow: 10_000 },
-    clock: () => now,
-  });
+  return createTestSessionManager({ model, dir, queueLimit, clock: () => now });
 }
 
 beforeEach(async () => {
