@@ -12,6 +12,7 @@ import { createChannelHub } from "./channels/channel-hub.js";
 import { createDedupStore } from "./channels/dedup-store.js";
 import type { AlmanacConfig } from "./config/config-schema.js";
 import { loadConfig, missingModelSettings, redactConfig } from "./config/load-config.js";
+import { acquireHomeLock } from "./home-lock.js";
 import { ensureAdminToken } from "./http/admin-token.js";
 import { createLogger } from "./logger.js";
 import { createMemoryServices } from "./memory-services.js";
@@ -61,6 +62,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
       mkdir(join(config.home, dir), { recursive: true }),
     ),
   );
+  const lock = await acquireHomeLock(config.home);
   const token = await ensureAdminToken(config.home, config.server.adminToken);
   if (token.source === "generated") {
     (options.announce ?? ((line) => process.stdout.write(`${line}\n`)))(
@@ -227,6 +229,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
       await memory.stop(config.shutdown.deadlineMs);
       sessions?.close();
       await app.close();
+      await lock.release();
       logger.info({}, "stopped");
     })();
     return closing;

@@ -104,4 +104,13 @@ describe("the server process", () => {
       /server\.port = "not-a-port" \(from ALMANAC_PORT\)/,
     );
   }, 30_000);
+
+  it("refuses a second server on the same data directory, and takes over the lock of a killed one", async () => {
+    const first = await start();
+    await expect(spawnServer(env(), 15_000)).rejects.toThrow(/Another Almanac \(pid \d+ on .*\) is using/);
+    first.server.child.kill("SIGKILL");
+    await first.server.exited;
+    const second = await start();
+    expect((await fetch(`${second.server.url}/healthz`)).status).toBe(200);
+  }, 60_000);
 });

@@ -22,6 +22,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = {
   "agent.aborted": 499,
   "llm.context_length": 502,
   "route.not_found": 404,
+  "home.locked": 409,
   "memory.path_refused": 400,
   "memory.not_found": 404,
   "memory.conflict": 409,
