@@ -72,11 +72,24 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
   app.get("/readyz", { schema: { hide: true } }, async (_request, reply) => {
     const info = deps.info();
-    const ready = info.model.configured;
+    const index = await deps.memory.indexStatus();
+    const indexOk = index.lastError === undefined;
+    const ready = info.model.configured && indexOk;
+    const channels = deps.channels().filter((channel) => channel.state !== "disabled");
     return reply.status(ready ? 200 : 503).send({
       ready,
       checks: {
         storage: { ok: true },
+        index: indexOk
+          ? { ok: true, backend: index.backend, state: index.state }
+          : {
+              ok: false,
+              backend: index.backend,
+              error: index.lastError,
+              hint: "See GET /api/memory/index and the log.",
+            },
+        // Channels are reported, not required: a platform outage must not take the API out of rotation.
+        channels: channels.map((channel) => ({ channel: channel.channel, state: channel.state })),
         model: info.model.configured
           ? { ok: true, name: info.model.name }
           : {

@@ -104,6 +104,8 @@ describe("first run without a model", () => {
     running = await startTestServer({ withModel: false });
     const ready = await fetch(`${running.server.url}/readyz`);
     expect(ready.status).toBe(503);
+    const readyBody = (await ready.clone().json()) as { checks: { index: { ok: boolean; backend: string } } };
+    expect(readyBody.checks.index).toMatchObject({ ok: true, backend: "sqlite" });
     expect(JSON.stringify(await ready.json())).toContain("ALMANAC_MODEL_BASE_URL");
     const error = await chat(running, "first", "hello").catch((caught: unknown) => caught);
     expect(error).toMatchObject({ status: 503 });
@@ -191,6 +193,8 @@ describe("admin REST", () => {
       config: { model: { apiKey: string } };
     };
     expect(info.model.configured).toBe(true);
+    const ready = await fetch(`${running.server.url}/readyz`);
+    expect(ready.status).toBe(200);
     expect(info.config.model.apiKey).toBe("***");
     const openapi = (await (await running.api("/api/openapi.json")).json()) as {
       openapi: string;
