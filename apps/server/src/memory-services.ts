@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import type { Tool } from "@almanac/agent";
+import { readTextFile, type Tool, type WorkspaceTarget } from "@almanac/agent";
 import { type ChatModel, type Logger, type Message, type TokenCounter, UserError } from "@almanac/core";
 import { createOpenAIEmbedder } from "@almanac/llm";
 import {
@@ -55,7 +55,13 @@ export interface MemoryServices {
   writeWorkspaceText(
     target: { readonly absolute: string; readonly shown: string },
     content: string,
+    seen?: Map<string, string>,
   ): Promise<void>;
+  /**
+   * How the chat agent's file tools read: memory files through the store, remembering the version read in
+   * `seen` (one map per turn), so a later write can tell whether a person changed the file meanwhile.
+   */
+  readWorkspaceText(target: WorkspaceTarget, seen?: Map<string, string>): Promise<string>;
 }
 
 /** True for the files the memory store guards: `MEMORY.md` and Markdown under `memory/`. */
@@ -178,9 +184,23 @@ export async function createMemoryServices(options: {
       await indexer.close();
       await backend.close();
     },
-    async writeWorkspaceText(target, content) {
+    async readWorkspaceText(target, seen) {
+      if (!isMemoryFilePath(target.shown)) return readTextFile(target);
+      const file = await store.read(target.shown);
+      seen?.set(target.shown, file.hash);
+      return file.content;
+    },
+    async writeWorkspaceText(target, content, seen) {
       if (isMemoryFilePath(target.shown)) {
-        await store.write(target.shown, content);
+        // A version read in this turn must still be the current one: otherwise someone edited the file
+        // meanwhile, and the store refuses with memory.conflict (the model re-reads and redoes its change).
+        const expectedHash = seen?.get(target.shown);
+        const written = await store.write(
+          target.shown,
+          content,
+          expectedHash === undefined ? {} : { expectedHash },
+        );
+        seen?.set(target.shown, written.hash);
         return;
       }
       await writeFileAtomic(target.absolute, content, { encoding: "utf8" });

@@ -115,13 +115,17 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
       config,
       model,
       compactionModel: config.compaction.model ? modelNamed(config.compaction.model) : model,
-      toolkit: createToolkit([
-        ...memory.tools,
-        ...createWorkspaceFileTools({
-          root: workspace,
-          writeText: (target, content) => memory.writeWorkspaceText(target, content),
-        }),
-      ]),
+      toolkit: () => {
+        const seen = new Map<string, string>();
+        return createToolkit([
+          ...memory.tools,
+          ...createWorkspaceFileTools({
+            root: workspace,
+            readText: (target) => memory.readWorkspaceText(target, seen),
+            writeText: (target, content) => memory.writeWorkspaceText(target, content, seen),
+          }),
+        ]);
+      },
       tokenCounter,
       basePrompt,
       memoryGuide: MEMORY_GUIDE,

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type RecordedChatRequest, script } from "@almanac/testkit";
@@ -207,5 +207,35 @@ describe("long-term memory through the server", () => {
     };
     expect(status).toMatchObject({ backend: "sqlite" });
     expect(status.files).toBeGreaterThanOrEqual(1);
+  });
+
+  it("keeps a person's edit made between the assistant's read and its write, and tells the assistant", async () => {
+    running = await startTestServer();
+    const memoryFile = join(running.home, "workspace", "MEMORY.md");
+    const { writeFile: write } = await import("node:fs/promises");
+    const original = `# Memory\n\n${Array.from({ length: 8 }, (_, index) => `- Fact ${index} stays.`).join("\n")}\n`;
+    await write(memoryFile, original);
+    const humanEdit = `${original}- Added by hand while the assistant was busy.\n`;
+    let step = 0;
+    running.llm.setFallback(() => {
+      step += 1;
+      if (step === 1) return script.toolCalls([{ name: "read_file", arguments: { path: "MEMORY.md" } }]);
+      if (step === 2) {
+        // The owner saves the file in an editor right now.
+        writeFileSync(memoryFile, humanEdit);
+        return script.toolCalls([
+          {
+            name: "write_file",
+            arguments: { path: "MEMORY.md", content: `${original}- Added by the assistant.\n` },
+          },
+        ]);
+      }
+      return script.text("The file changed under me; I will read it again.");
+    });
+    await chat(running, "race", "Add a fact to my memory.");
+    expect(await readFile(memoryFile, "utf8")).toBe(humanEdit);
+    const refusal = running.llm.chatRequests().at(-1)?.messages.at(-1);
+    expect(refusal?.role).toBe("tool");
+    expect(String(refusal?.content)).toContain("changed since it was read");
   });
 });

@@ -37,4 +37,5 @@ export {
   type WorkingMemorySnapshot,
 } from "./working-memory.js";
 export { createWorkspaceFileTools, type WorkspaceFileToolsOptions } from "./workspace-file-tools.js";
+export { readTextFile, type WorkspaceTarget } from "./workspace-fs.js";
 export { resolveWorkspacePath } from "./workspace-path.js";

@@ -34,6 +34,12 @@ export interface WorkspaceFileToolsOptions {
     target: { readonly absolute: string; readonly shown: string },
     content: string,
   ) => Promise<void>;
+  /**
+   * Replaces how a whole file is read by `read_file`, `edit_file` and `append_file` (default: the file system,
+   * refusing binary files). Paired with `writeText`, it lets the server notice that a person changed a
+   * memory file between the agent's read and its write.
+   */
+  readonly readText?: (target: WorkspaceTarget) => Promise<string>;
 }
 
 const pathField = z.string().describe("Path relative to the workspace root, e.g. notes/todo.md");
@@ -93,6 +99,7 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
     1000,
     "createWorkspaceFileTools: maxListEntries",
   );
+  const readText = options.readText ?? readTextFile;
   const writeText =
     options.writeText ??
     ((target: { readonly absolute: string }, content: string) =>
@@ -113,7 +120,7 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
     }),
     async execute({ path: requested, offset = 1, limit }) {
       const target = await resolveTarget(root, requested);
-      const lines = splitLines(await readTextFile(target));
+      const lines = splitLines(await readText(target));
       if (lines.length === 0) return `[${target.shown} is empty: 0 lines]`;
       if (offset > lines.length) {
         return {
@@ -176,7 +183,7 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
       replace_all: replaceAll = false,
     }) {
       const target = await resolveTarget(root, requested);
-      const text = await readTextFile(target);
+      const text = await readText(target);
       const found = occurrences(text, oldText);
       if (found.length === 0) {
         return {
@@ -217,7 +224,7 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
       await ensureParent(target);
       try {
         if (options.writeText) {
-          const existing = kind === "missing" ? "" : await readTextFile(target);
+          const existing = kind === "missing" ? "" : await readText(target);
           await options.writeText(target, existing + content);
         } else {
           await appendFile(target.absolute, content, "utf8");

@@ -48,7 +48,8 @@ export interface AgentRuntimeOptions {
   readonly config: AlmanacConfig;
   readonly model: ChatModel;
   readonly compactionModel: ChatModel;
-  readonly toolkit: Toolkit;
+  /** A toolkit for one turn (tools may keep per-turn state, such as the versions of files read). */
+  readonly toolkit: () => Toolkit;
   readonly tokenCounter: TokenCounter;
   readonly basePrompt: string;
   readonly memoryGuide: string;
@@ -70,7 +71,7 @@ export interface AgentRuntimeOptions {
  */
 export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
   const { config, model, toolkit, tokenCounter, logger } = options;
-  const tools = toolkit.specs();
+  const tools = toolkit().specs();
   const compactorFor = (sessionKey: string, notices: string[]) =>
     createCompactor({
       tokenCounter,
@@ -106,7 +107,7 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
       compactor.attach(hooks);
       const agent: Agent = createAgent({
         model,
-        toolkit,
+        toolkit: toolkit(),
         hooks,
         systemPrompt: turn.systemPrompt,
         maxIterations: config.agent.maxIterations,

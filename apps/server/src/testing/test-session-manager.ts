@@ -12,7 +12,7 @@ export function createTestRuntime(chatModel: ChatModel, home: string): AgentRunt
     config: loadConfig({ env: {}, cwd: home, dotenv: false }).config,
     model: chatModel,
     compactionModel: chatModel,
-    toolkit: createToolkit([]),
+    toolkit: () => createToolkit([]),
     tokenCounter: createTokenCounter(),
     basePrompt: "test",
     memoryGuide: "",
