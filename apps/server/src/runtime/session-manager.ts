@@ -1,86 +1,30 @@
 import { buildPrompt, WorkingMemory } from "@almanac/agent";
 import {
   createMessage,
-  type InboundMessage,
   type Logger,
   type Message,
   ProviderError,
   parseSessionKey,
   repairToolPairs,
   silentLogger,
-  type TokenCounter,
   type Usage,
   UserError,
 } from "@almanac/core";
-import type { LaneScheduler } from "../sessions/lane-scheduler.js";
 import type { SessionStats } from "../sessions/session-snapshot.js";
-import type { SessionStore, SessionSummary } from "../sessions/session-store.js";
+import type { SessionSummary } from "../sessions/session-store.js";
 import type { AgentRuntime } from "./agent-runtime.js";
 import { type ChatCommand, HELP_TEXT, parseCommand } from "./commands.js";
+import { historyReport, statusReport } from "./session-reports.js";
+import type { SessionDetail, SessionManagerOptions, TurnRequest, TurnResult } from "./session-types.js";
 
-/** Optional integrations with long-term memory (the summarizer queue, the memory files). */
-export interface SessionLifecycle {
-  /** The memory excerpt for a session's system prompt, computed when the session is loaded. */
-  sessionContext?(sessionKey: string): Promise<string>;
-  /** Called with every message of a conversation that `/new` is about to archive (before archiving). */
-  sessionEnded?(sessionKey: string, messages: readonly Message[]): Promise<void>;
-  /** Extra lines for `/status` (e.g. the summarizer queue). */
-  statusLines?(): Promise<string[]>;
-}
-
-/** Counts turns for metrics; every callback is optional. */
-export interface TurnObserver {
-  turnEnded?(channel: string, outcome: "ok" | "error" | "command", seconds: number): void;
-}
-
-/** Options of {@link createSessionManager}. */
-export interface SessionManagerOptions {
-  readonly store: SessionStore;
-  readonly scheduler: LaneScheduler;
-  readonly runtime: AgentRuntime | undefined;
-  /** Env variables to set when no model is configured (for the 503 message). */
-  readonly missingModelSettings: readonly string[];
-  readonly tokenCounter: TokenCounter;
-  readonly limits: {
-    readonly maxMessageChars: number;
-    readonly turnTimeoutMs: number;
-    readonly idleUnloadMs: number;
-    readonly contextWindow: number;
-  };
-  readonly logger?: Logger;
-  readonly clock?: () => number;
-  readonly observer?: TurnObserver;
-  readonly lifecycle?: SessionLifecycle;
-}
-
-/** One turn to run: the inbound message and how the caller wants the answer. */
-export interface TurnRequest {
-  readonly inbound: InboundMessage;
-  readonly stream?: boolean;
-  readonly onTextDelta?: (text: string) => void;
-  /** Aborts the turn (e.g. the HTTP client went away). */
-  readonly signal?: AbortSignal;
-}
-
-/** What a turn produced. */
-export interface TurnResult {
-  readonly sessionKey: string;
-  readonly kind: "reply" | "command";
-  readonly text: string;
-  readonly usage: { readonly promptTokens: number; readonly completionTokens: number };
-}
-
-/** A session's full state for the admin API. */
-export interface SessionDetail {
-  readonly key: string;
-  readonly loaded: boolean;
-  readonly stats: SessionStats;
-  readonly summary: WorkingMemory["summary"];
-  readonly messages: readonly Message[];
-  readonly contextTokens: number;
-  readonly contextWindow: number;
-  readonly queued: number;
-}
+export type {
+  SessionDetail,
+  SessionLifecycle,
+  SessionManagerOptions,
+  TurnObserver,
+  TurnRequest,
+  TurnResult,
+} from "./session-types.js";
 
 interface LoadedSession {
   readonly key: string;
@@ -244,10 +188,19 @@ export class SessionManager {
       }
       case "status":
         return reply(
-          [this.#statusText(session), ...((await this.#options.lifecycle?.statusLines?.()) ?? [])].join("\n"),
+          [
+            statusReport({
+              ...this.#report(session),
+              model:
+                this.#options.runtime?.modelName ??
+                `not configured (set ${this.#options.missingModelSettings.join(", ")})`,
+              queued: this.#options.scheduler.stats().byKey(session.key).queued,
+            }),
+            ...((await this.#options.lifecycle?.statusLines?.()) ?? []),
+          ].join("\n"),
         );
       case "history":
-        return reply(this.#historyText(session));
+        return reply(historyReport(this.#report(session)));
       case "compact": {
         const runtime = this.#options.runtime;
         if (!runtime) return reply("Compaction needs a model; none is configured yet.");
@@ -284,48 +237,15 @@ export class SessionManager {
     return this.#options.tokenCounter.countMessages(prompt);
   }
 
-  #statusText(session: LoadedSession): string {
-    const tokens = this.#contextTokens(session);
-    const window = this.#options.limits.contextWindow;
-    const queued = this.#options.scheduler.stats().byKey(session.key).queued;
-    return [
-      `Model: ${this.#options.runtime?.modelName ?? `not configured (set ${this.#options.missingModelSettings.join(", ")})`}`,
-      `Context: ${tokens} / ${window} tokens (${((tokens / window) * 100).toFixed(1)}%, counted with ${this.#options.tokenCounter.method})`,
-      `Messages: ${session.memory.messages.length} (${session.memory.activeMessages().length} in the prompt)`,
-      `Turns: ${session.stats.turns}; compactions: ${session.stats.compactions}`,
-      `Waiting messages in this conversation: ${queued}`,
-    ].join("\n");
-  }
-
-  #historyText(session: LoadedSession): string {
-    const counter = this.#options.tokenCounter;
-    const byRole = new Map<string, { count: number; tokens: number }>();
-    let compacted = 0;
-    const active = new Set(session.memory.activeMessages().map((message) => message.id));
-    for (const message of session.memory.messages) {
-      if (!active.has(message.id)) {
-        compacted += counter.countMessage(message);
-        continue;
-      }
-      const entry = byRole.get(message.role) ?? { count: 0, tokens: 0 };
-      byRole.set(message.role, {
-        count: entry.count + 1,
-        tokens: entry.tokens + counter.countMessage(message),
-      });
-    }
-    const lines = [
-      `System prompt (with the memory excerpt): ${counter.countText(session.systemPrompt)} tokens`,
-      `Rolling summary: ${session.memory.summary ? counter.countText(session.memory.summary.text) : 0} tokens`,
-    ];
-    for (const role of ["user", "assistant", "tool"]) {
-      const entry = byRole.get(role) ?? { count: 0, tokens: 0 };
-      lines.push(`${role} messages: ${entry.count}, ${entry.tokens} tokens`);
-    }
-    lines.push(`Compacted (kept in the transcript, out of the prompt): ${compacted} tokens`);
-    lines.push(
-      `Total in the prompt: ${this.#contextTokens(session)} of ${this.#options.limits.contextWindow} tokens`,
-    );
-    return lines.join("\n");
+  #report(session: LoadedSession) {
+    return {
+      memory: session.memory,
+      systemPrompt: session.systemPrompt,
+      stats: session.stats,
+      contextTokens: this.#contextTokens(session),
+      contextWindow: this.#options.limits.contextWindow,
+      tokenCounter: this.#options.tokenCounter,
+    };
   }
 
   /** Appends the messages not yet in the transcript (ids not in `transcribed`), and remembers them. */

@@ -1,0 +1,70 @@
+import type { WorkingMemory } from "@almanac/agent";
+import type { InboundMessage, Logger, Message, TokenCounter } from "@almanac/core";
+import type { LaneScheduler } from "../sessions/lane-scheduler.js";
+import type { SessionStats } from "../sessions/session-snapshot.js";
+import type { SessionStore } from "../sessions/session-store.js";
+import type { AgentRuntime } from "./agent-runtime.js";
+
+/** Optional integrations with long-term memory (the summarizer queue, the memory files). */
+export interface SessionLifecycle {
+  /** The memory excerpt for a session's system prompt, computed when the session is loaded. */
+  sessionContext?(sessionKey: string): Promise<string>;
+  /** Called with every message of a conversation that `/new` is about to archive (before archiving). */
+  sessionEnded?(sessionKey: string, messages: readonly Message[]): Promise<void>;
+  /** Extra lines for `/status` (e.g. the summarizer queue). */
+  statusLines?(): Promise<string[]>;
+}
+
+/** Counts turns for metrics; every callback is optional. */
+export interface TurnObserver {
+  turnEnded?(channel: string, outcome: "ok" | "error" | "command", seconds: number): void;
+}
+
+/** Options of {@link createSessionManager}. */
+export interface SessionManagerOptions {
+  readonly store: SessionStore;
+  readonly scheduler: LaneScheduler;
+  readonly runtime: AgentRuntime | undefined;
+  /** Env variables to set when no model is configured (for the 503 message). */
+  readonly missingModelSettings: readonly string[];
+  readonly tokenCounter: TokenCounter;
+  readonly limits: {
+    readonly maxMessageChars: number;
+    readonly turnTimeoutMs: number;
+    readonly idleUnloadMs: number;
+    readonly contextWindow: number;
+  };
+  readonly logger?: Logger;
+  readonly clock?: () => number;
+  readonly observer?: TurnObserver;
+  readonly lifecycle?: SessionLifecycle;
+}
+
+/** One turn to run: the inbound message and how the caller wants the answer. */
+export interface TurnRequest {
+  readonly inbound: InboundMessage;
+  readonly stream?: boolean;
+  readonly onTextDelta?: (text: string) => void;
+  /** Aborts the turn (e.g. the HTTP client went away). */
+  readonly signal?: AbortSignal;
+}
+
+/** What a turn produced. */
+export interface TurnResult {
+  readonly sessionKey: string;
+  readonly kind: "reply" | "command";
+  readonly text: string;
+  readonly usage: { readonly promptTokens: number; readonly completionTokens: number };
+}
+
+/** A session's full state for the admin API. */
+export interface SessionDetail {
+  readonly key: string;
+  readonly loaded: boolean;
+  readonly stats: SessionStats;
+  readonly summary: WorkingMemory["summary"];
+  readonly messages: readonly Message[];
+  readonly contextTokens: number;
+  readonly contextWindow: number;
+  readonly queued: number;
+}
