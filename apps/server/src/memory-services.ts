@@ -180,9 +180,24 @@ export async function createMemoryServices(options: {
     },
     async stop(deadlineMs) {
       await queue?.stop({ deadlineMs });
-      await startup.catch(() => {});
-      await indexer.close();
-      await backend.close();
+      // A start-up sync of a large workspace may still run: give it the deadline, not forever (the index
+      // is rebuildable, and the next start resumes the incremental sync).
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, deadlineMs);
+        timer.unref();
+      });
+      await Promise.race([startup.catch(() => {}), deadline]);
+      clearTimeout(timer);
+      await Promise.race([indexer.close(), deadline]);
+      try {
+        await backend.close();
+      } catch (error) {
+        logger.warn(
+          { err: error },
+          "memory index closed while a sync was still running; the next start resumes it",
+        );
+      }
     },
     async readWorkspaceText(target, seen) {
       if (!isMemoryFilePath(target.shown)) return readTextFile(target);
