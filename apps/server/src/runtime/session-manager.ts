@@ -3,6 +3,7 @@ import {
   createMessage,
   type Logger,
   type Message,
+  messageText,
   ProviderError,
   parseSessionKey,
   repairToolPairs,
@@ -34,6 +35,8 @@ interface LoadedSession {
   memory: WorkingMemory;
   stats: SessionStats;
   lastUsed: number;
+  /** Tokens of the prompt's system message (system prompt + summary), kept while its text is unchanged. */
+  systemTokens?: { readonly text: string; readonly tokens: number };
 }
 
 function sumUsage(usage: readonly Usage[]): TurnResult["usage"] {
@@ -233,8 +236,18 @@ export class SessionManager {
   }
 
   #contextTokens(session: LoadedSession): number {
-    const prompt = buildPrompt({ systemPrompt: session.systemPrompt, memory: session.memory });
-    return this.#options.tokenCounter.countMessages(prompt);
+    const [system, ...rest] = buildPrompt({ systemPrompt: session.systemPrompt, memory: session.memory });
+    const counter = this.#options.tokenCounter;
+    // buildPrompt makes a new system message every time, which the per-message cache cannot recognise;
+    // its text (prompt + memory excerpt + summary) only changes on compaction, so remember its count here.
+    let systemTokens = 0;
+    if (system) {
+      const text = messageText(system);
+      if (session.systemTokens?.text !== text)
+        session.systemTokens = { text, tokens: counter.countMessage(system) };
+      systemTokens = session.systemTokens.tokens;
+    }
+    return systemTokens + counter.countMessages(rest);
   }
 
   #report(session: LoadedSession) {
