@@ -23,7 +23,12 @@ describe("security and bad input", () => {
   it("answers a missing or wrong token with 401 and no detail, and stays up", async () => {
     running = await startTestServer();
     const url = running.server.url;
-    for (const headers of [{}, { authorization: "Bearer wrong" }, { authorization: TEST_TOKEN }]) {
+    const attempts: Record<string, string>[] = [
+      {},
+      { authorization: "Bearer wrong" },
+      { authorization: TEST_TOKEN },
+    ];
+    for (const headers of attempts) {
       for (const path of ["/api/sessions", "/v1/models", "/metrics"]) {
         const response = await fetch(`${url}${path}`, { headers });
         expect(response.status, `${path} ${JSON.stringify(headers)}`).toBe(401);

@@ -2,9 +2,9 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { formatSessionKey, sessionKeyToFileStem } from "@almanac/core";
 import { summarySections } from "@almanac/memory";
-import { type RecordedChatRequest, script } from "@almanac/testkit";
+import { script } from "@almanac/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { readTranscriptLines, startTestServer, type TestServer } from "./test-server.js";
+import { isSummarizerRequest, readTranscriptLines, startTestServer, type TestServer } from "./test-server.js";
 
 let running: TestServer | undefined;
 afterEach(async () => {
@@ -15,10 +15,7 @@ afterEach(async () => {
 const summary = (note: string) =>
   summarySections.map((heading) => `## ${heading}\n${heading === "Done" ? note : "None."}`).join("\n\n");
 
-const isSummarizer = (request: RecordedChatRequest) =>
-  (request.tools ?? []).some(
-    (tool: { function?: { name?: string } }) => tool.function?.name === "append_day_log",
-  );
+const isSummarizer = isSummarizerRequest;
 
 describe("compaction in the running server", () => {
   it("keeps a tool-heavy conversation inside a small window: no rejections, a rolling summary, a complete transcript", async () => {

@@ -1,10 +1,10 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { type RecordedChatRequest, script } from "@almanac/testkit";
+import { script } from "@almanac/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "./server-process.js";
-import { startTestServer, type TestServer } from "./test-server.js";
+import { isSummarizerRequest, startTestServer, type TestServer } from "./test-server.js";
 
 let running: TestServer | undefined;
 afterEach(async () => {
@@ -12,10 +12,7 @@ afterEach(async () => {
   running = undefined;
 });
 
-const isSummarizer = (request: RecordedChatRequest) =>
-  (request.tools ?? []).some(
-    (tool: { function?: { name?: string } }) => tool.function?.name === "append_day_log",
-  );
+const isSummarizer = isSummarizerRequest;
 
 async function chat(server: TestServer, user: string, content: string): Promise<string> {
   const reply = await server.client.chat.completions.create({

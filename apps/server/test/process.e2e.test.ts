@@ -1,65 +1,40 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { formatSessionKey, sessionKeyToFileStem } from "@almanac/core";
-import { type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
-import OpenAI from "openai";
+import { script } from "@almanac/testkit";
+import type OpenAI from "openai";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type ServerProcess, spawnServer, waitFor } from "./server-process.js";
-import { readTranscriptLines, TEST_MODEL_KEY, TEST_TOKEN } from "./test-server.js";
+import { createProcessHarness, spawnServer, waitFor } from "./server-process.js";
+import { readTranscriptLines } from "./test-server.js";
 
-let llm: ScriptedLlm;
-let home: string;
-const processes: ServerProcess[] = [];
-
-beforeEach(async () => {
-  llm = await startScriptedLlm({ apiKey: TEST_MODEL_KEY });
-  home = await mkdtemp(join(tmpdir(), "almanac-process-"));
-});
-afterEach(async () => {
-  for (const server of processes.splice(0)) server.child.kill("SIGKILL");
-  await llm.close();
-  await rm(home, { recursive: true, force: true });
-});
-
-function env(): Record<string, string> {
-  return {
-    ALMANAC_HOME: home,
-    ALMANAC_ADMIN_TOKEN: TEST_TOKEN,
-    ALMANAC_MODEL_BASE_URL: llm.baseURL,
-    ALMANAC_MODEL_NAME: "scripted-model",
-    ALMANAC_MODEL_API_KEY: TEST_MODEL_KEY,
-    ALMANAC_MODEL_MAX_RETRIES: "0",
-    ALMANAC_SHUTDOWN_DEADLINE_MS: "5000",
-  };
-}
-
-async function start(): Promise<{ server: ServerProcess; client: OpenAI }> {
-  const server = await spawnServer(env());
-  processes.push(server);
-  return { server, client: new OpenAI({ baseURL: `${server.url}/v1`, apiKey: TEST_TOKEN, maxRetries: 0 }) };
-}
+const harness = createProcessHarness("almanac-process-", { ALMANAC_SHUTDOWN_DEADLINE_MS: "5000" });
+beforeEach(() => harness.setUp());
+afterEach(() => harness.tearDown());
 
 const ask = (client: OpenAI, content: string) =>
   client.chat.completions.create({ model: "almanac", user: "crash", messages: [{ role: "user", content }] });
 
 describe("the server process", () => {
   it("resumes a conversation with nothing lost after SIGKILL in the middle of a turn", async () => {
-    const first = await start();
-    llm.enqueue(script.text("Noted: the deploy key is K-77."));
+    const first = await harness.start();
+    harness.llm.enqueue(script.text("Noted: the deploy key is K-77."));
     await ask(first.client, "The deploy key is K-77.");
-    llm.enqueue(script.hang());
+    harness.llm.enqueue(script.hang());
     const inFlight = ask(first.client, "Also remember the port 9443.").catch((error: unknown) => error);
-    await waitFor(() => llm.chatRequests().length === 2, 10_000, "the second turn to reach the model");
+    await waitFor(
+      () => harness.llm.chatRequests().length === 2,
+      10_000,
+      "the second turn to reach the model",
+    );
     first.server.child.kill("SIGKILL");
     await first.server.exited;
     await inFlight;
 
-    const second = await start();
-    llm.setFallback(() => script.text("K-77 and 9443."));
+    const second = await harness.start();
+    harness.llm.setFallback(() => script.text("K-77 and 9443."));
     const reply = await ask(second.client, "What did I tell you?");
     expect(reply.choices[0]?.message.content).toBe("K-77 and 9443.");
-    const resumed = llm
+    const resumed = harness.llm
       .chatRequests()
       .at(-1)
       ?.messages.map((message) => `${message.role}:${String(message.content)}`);
@@ -72,7 +47,7 @@ describe("the server process", () => {
     const stem = sessionKeyToFileStem(
       formatSessionKey({ channel: "api", account: "default", kind: "api", id: "crash" }),
     );
-    const transcript = await readTranscriptLines(home, stem);
+    const transcript = await readTranscriptLines(harness.home, stem);
     expect(transcript.map((line) => line.text)).toEqual([
       "The deploy key is K-77.",
       "Noted: the deploy key is K-77.",
@@ -80,18 +55,18 @@ describe("the server process", () => {
       "What did I tell you?",
       "K-77 and 9443.",
     ]);
-    expect(llm.rejections()).toEqual([]);
-    const snapshot = JSON.parse(await readFile(join(home, "sessions", `${stem}.json`), "utf8")) as {
+    expect(harness.llm.rejections()).toEqual([]);
+    const snapshot = JSON.parse(await readFile(join(harness.home, "sessions", `${stem}.json`), "utf8")) as {
       stats: { openTurn?: unknown };
     };
     expect(snapshot.stats.openTurn).toBeUndefined();
   }, 60_000);
 
   it("finishes a running turn on SIGTERM, then exits 0", async () => {
-    const { server, client } = await start();
-    llm.enqueue({ ...script.text("finished in time"), delayMs: 800 });
+    const { server, client } = await harness.start();
+    harness.llm.enqueue({ ...script.text("finished in time"), delayMs: 800 });
     const pending = ask(client, "slow question");
-    await waitFor(() => llm.chatRequests().length === 1, 10_000, "the turn to reach the model");
+    await waitFor(() => harness.llm.chatRequests().length === 1, 10_000, "the turn to reach the model");
     server.child.kill("SIGTERM");
     const reply = await pending;
     expect(reply.choices[0]?.message.content).toBe("finished in time");
@@ -100,17 +75,19 @@ describe("the server process", () => {
   }, 60_000);
 
   it("refuses to start on a bad configuration value and names the key", async () => {
-    await expect(spawnServer({ ...env(), ALMANAC_PORT: "not-a-port" }, 10_000)).rejects.toThrow(
+    await expect(spawnServer({ ...harness.env(), ALMANAC_PORT: "not-a-port" }, 10_000)).rejects.toThrow(
       /server\.port = "not-a-port" \(from ALMANAC_PORT\)/,
     );
   }, 30_000);
 
   it("refuses a second server on the same data directory, and takes over the lock of a killed one", async () => {
-    const first = await start();
-    await expect(spawnServer(env(), 15_000)).rejects.toThrow(/Another Almanac \(pid \d+ on .*\) is using/);
+    const first = await harness.start();
+    await expect(spawnServer(harness.env(), 15_000)).rejects.toThrow(
+      /Another Almanac \(pid \d+ on .*\) is using/,
+    );
     first.server.child.kill("SIGKILL");
     await first.server.exited;
-    const second = await start();
+    const second = await harness.start();
     expect((await fetch(`${second.server.url}/healthz`)).status).toBe(200);
   }, 60_000);
 });

@@ -1,5 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { type ScriptedLlm, startScriptedLlm } from "@almanac/testkit";
+import OpenAI from "openai";
+import { TEST_MODEL_KEY, TEST_TOKEN } from "./test-server.js";
 
 const bin = fileURLToPath(new URL("../bin/almanac.js", import.meta.url));
 
@@ -57,4 +63,62 @@ export async function waitFor(
     if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** A scripted model, a data directory and the server processes started on it, for process-level tests. */
+export interface ProcessHarness {
+  readonly llm: ScriptedLlm;
+  readonly home: string;
+  /** The environment of a server on this harness's model and data directory. */
+  env(): Record<string, string>;
+  /** Starts `almanac start` and an OpenAI client for it; the process is killed after the test. */
+  start(): Promise<{ server: ServerProcess; client: OpenAI }>;
+  setUp(): Promise<void>;
+  tearDown(): Promise<void>;
+}
+
+/** Creates the harness; call `setUp`/`tearDown` from `beforeEach`/`afterEach`. */
+export function createProcessHarness(prefix: string, extraEnv: Record<string, string> = {}): ProcessHarness {
+  let llm: ScriptedLlm | undefined;
+  let home: string | undefined;
+  const processes: ServerProcess[] = [];
+  const harness: ProcessHarness = {
+    get llm() {
+      if (!llm) throw new Error("createProcessHarness: call setUp() first");
+      return llm;
+    },
+    get home() {
+      if (!home) throw new Error("createProcessHarness: call setUp() first");
+      return home;
+    },
+    env: () => ({
+      ALMANAC_HOME: harness.home,
+      ALMANAC_ADMIN_TOKEN: TEST_TOKEN,
+      ALMANAC_MODEL_BASE_URL: harness.llm.baseURL,
+      ALMANAC_MODEL_NAME: "scripted-model",
+      ALMANAC_MODEL_API_KEY: TEST_MODEL_KEY,
+      ALMANAC_MODEL_MAX_RETRIES: "0",
+      ...extraEnv,
+    }),
+    async start() {
+      const server = await spawnServer(harness.env());
+      processes.push(server);
+      return {
+        server,
+        client: new OpenAI({ baseURL: `${server.url}/v1`, apiKey: TEST_TOKEN, maxRetries: 0 }),
+      };
+    },
+    async setUp() {
+      llm = await startScriptedLlm({ apiKey: TEST_MODEL_KEY });
+      home = await mkdtemp(join(tmpdir(), prefix));
+    },
+    async tearDown() {
+      for (const server of processes.splice(0)) server.child.kill("SIGKILL");
+      await llm?.close();
+      if (home) await rm(home, { recursive: true, force: true });
+      llm = undefined;
+      home = undefined;
+    },
+  };
+  return harness;
 }

@@ -1,55 +1,26 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { type RecordedChatRequest, type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
-import OpenAI from "openai";
+import { type RecordedChatRequest, script } from "@almanac/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type ServerProcess, spawnServer, waitFor } from "./server-process.js";
-import { TEST_MODEL_KEY, TEST_TOKEN } from "./test-server.js";
-
-let llm: ScriptedLlm;
-let home: string;
-const processes: ServerProcess[] = [];
-
-beforeEach(async () => {
-  llm = await startScriptedLlm({ apiKey: TEST_MODEL_KEY });
-  home = await mkdtemp(join(tmpdir(), "almanac-summarizer-crash-"));
-});
-afterEach(async () => {
-  for (const server of processes.splice(0)) server.child.kill("SIGKILL");
-  await llm.close();
-  await rm(home, { recursive: true, force: true });
-});
+import { createProcessHarness, waitFor } from "./server-process.js";
+import { isSummarizerRequest, TEST_TOKEN } from "./test-server.js";
 
 const TIME_ZONE = "Europe/Berlin";
-const isSummarizer = (request: RecordedChatRequest) =>
-  (request.tools ?? []).some(
-    (tool: { function?: { name?: string } }) => tool.function?.name === "append_day_log",
-  );
+const harness = createProcessHarness("almanac-summarizer-crash-", { ALMANAC_TIME_ZONE: TIME_ZONE });
+beforeEach(() => harness.setUp());
+afterEach(() => harness.tearDown());
+
+const isSummarizer = isSummarizerRequest;
 /** The fact a summarizer job stores: taken from the conversation it was given. */
 function factOf(request: RecordedChatRequest): string {
   const text = JSON.stringify(request.messages);
   return /fact-[a-z]+/.exec(text)?.[0] ?? "fact-unknown";
 }
 
-async function start(): Promise<{ server: ServerProcess; client: OpenAI }> {
-  const server = await spawnServer({
-    ALMANAC_HOME: home,
-    ALMANAC_ADMIN_TOKEN: TEST_TOKEN,
-    ALMANAC_MODEL_BASE_URL: llm.baseURL,
-    ALMANAC_MODEL_NAME: "scripted-model",
-    ALMANAC_MODEL_API_KEY: TEST_MODEL_KEY,
-    ALMANAC_MODEL_MAX_RETRIES: "0",
-    ALMANAC_TIME_ZONE: TIME_ZONE,
-  });
-  processes.push(server);
-  return { server, client: new OpenAI({ baseURL: `${server.url}/v1`, apiKey: TEST_TOKEN, maxRetries: 0 }) };
-}
-
 describe("the summarizer across a server crash", () => {
   it("completes a running and a pending job exactly once after SIGKILL", async () => {
     let hang = true;
-    llm.setFallback((request) => {
+    harness.llm.setFallback((request) => {
       if (!isSummarizer(request)) return script.text("noted");
       if (hang) return script.hang();
       const last = request.messages.at(-1);
@@ -58,12 +29,12 @@ describe("the summarizer across a server crash", () => {
         { name: "append_day_log", arguments: { text: `- Remember ${factOf(request)}.` } },
       ]);
     });
-    const first = await start();
+    const first = await harness.start();
     const say = (user: string, content: string) =>
       first.client.chat.completions.create({ model: "almanac", user, messages: [{ role: "user", content }] });
     await say("one", "Please keep fact-alpha in mind.");
     await say("one", "/new");
-    await waitFor(() => llm.chatRequests().some(isSummarizer), 10_000, "the first job to be running");
+    await waitFor(() => harness.llm.chatRequests().some(isSummarizer), 10_000, "the first job to be running");
     await say("two", "Please keep fact-beta in mind.");
     await say("two", "/new");
     // Job one is running (its model call hangs), job two is pending: kill the server now.
@@ -71,7 +42,7 @@ describe("the summarizer across a server crash", () => {
     await first.server.exited;
 
     hang = false;
-    const second = await start();
+    const second = await harness.start();
     const adminUrl = `${second.server.url}/api/summarizer/jobs`;
     let done = 0;
     for (let attempt = 0; attempt < 200 && done < 2; attempt += 1) {
@@ -90,7 +61,7 @@ describe("the summarizer across a server crash", () => {
       month: "2-digit",
       day: "2-digit",
     }).format(new Date());
-    const log = await readFile(join(home, "workspace", "memory", `${date}.md`), "utf8");
+    const log = await readFile(join(harness.home, "workspace", "memory", `${date}.md`), "utf8");
     expect(log.match(/fact-alpha/g)).toHaveLength(1);
     expect(log.match(/fact-beta/g)).toHaveLength(1);
   }, 60_000);

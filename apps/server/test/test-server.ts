@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
-import { type ScriptedLlm, startScriptedLlm } from "@almanac/testkit";
+import { type RecordedChatRequest, type ScriptedLlm, startScriptedLlm } from "@almanac/testkit";
 import OpenAI from "openai";
 import { type ServerHandle, startServer } from "../src/server.js";
 
@@ -104,4 +104,13 @@ export async function readTranscriptLines(
         text: parsed.message.content.map((block) => block.text ?? "").join(""),
       };
     });
+}
+
+/** True for a request made by the summarizer agent (it is the one offered the day-log tools). */
+export function isSummarizerRequest(request: RecordedChatRequest): boolean {
+  const tools: unknown = request.tools;
+  return (
+    Array.isArray(tools) &&
+    tools.some((tool: unknown) => JSON.stringify(tool).includes('"name":"append_day_log"'))
+  );
 }
