@@ -97,7 +97,38 @@ describe("createMemorySearch", () => {
     const [result] = (await createMemorySearch({ backend, snippetChars: 120 }).search("spare key")).results;
     expect(result!.snippet).toMatch(/^…\nThe spare key is under the blue flowerpot\./u);
     expect(result!.snippet.length).toBeLessThanOrEqual(124);
-    expect(result).toMatchObject({ path: "MEMORY.md", startLine: 1, source: "memory", mode: "text" });
+    // The hit points at the lines it shows, not at the whole chunk.
+    expect(result).toMatchObject({
+      path: "MEMORY.md",
+      startLine: 21,
+      endLine: 22,
+      source: "memory",
+      mode: "text",
+    });
+  });
+
+  it("shows the line holding an exact identifier even when every line of a long chunk shares the other words", async () => {
+    // The reported failure: a 20-line daily log in one chunk, every line a "FACT-K<n>" of the same two speakers;
+    // the snippet used to start at the first line holding any query word, so FACT-K16 was cut off.
+    const lines = ["# 2026-11-30", "", "## Session — 14:05"];
+    for (let index = 1; index <= 20; index += 1) {
+      lines.push(
+        `- Alice Example: remember FACT-K${index}: the staging deploy window number ${index} is on a weekday after lunch, confirmed with Bob Example.`,
+      );
+    }
+    await put({ "memory/2026-11-30.md": lines.join("\n") });
+    const search = createMemorySearch({ backend, snippetChars: 700 });
+    for (const wanted of [16, 20, 3]) {
+      const [hit] = (await search.search(`FACT-K${wanted}`)).results;
+      expect(hit!.snippet).toContain(`FACT-K${wanted}:`);
+      const factLine = lines.findIndex((line) => line.includes(`FACT-K${wanted}:`)) + 1;
+      expect(hit!.startLine).toBeLessThanOrEqual(factLine);
+      expect(hit!.endLine).toBeGreaterThanOrEqual(factLine);
+      // The range is the snippet's: reading those lines gives exactly the lines shown.
+      const shown = lines.slice(hit!.startLine - 1, hit!.endLine).join("\n");
+      expect(hit!.snippet.replace(/^…\n|\n…$/gu, "")).toBe(shown);
+      expect(hit!.endLine - hit!.startLine).toBeLessThan(10);
+    }
   });
 
   it("answers an empty query with no results and a note", async () => {

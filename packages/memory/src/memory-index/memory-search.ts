@@ -170,15 +170,19 @@ export function createMemorySearch(config: MemorySearchConfig): MemorySearch {
       const results: MemorySearchResult[] = scored
         .filter((hit) => hit.score >= minScore || hit.exact)
         .slice(0, maxResults)
-        .map((hit) => ({
-          path: hit.chunk.path,
-          startLine: hit.chunk.startLine,
-          endLine: hit.chunk.endLine,
-          score: Math.round(hit.score * 1000) / 1000,
-          snippet: makeSnippet(hit.chunk.text, analyzed, snippetChars),
-          source: hit.chunk.source,
-          mode,
-        }));
+        .map((hit) => {
+          // The hit points at the lines it shows, so `memory_get` of its range returns exactly the snippet.
+          const snippet = makeSnippet(hit.chunk, analyzed, snippetChars, statistics);
+          return {
+            path: hit.chunk.path,
+            startLine: snippet.startLine,
+            endLine: snippet.endLine,
+            score: Math.round(hit.score * 1000) / 1000,
+            snippet: snippet.text,
+            source: hit.chunk.source,
+            mode,
+          };
+        });
       return reason === undefined ? { results, mode } : { results, mode, note: textNote(reason) };
     },
   };

@@ -1,27 +1,130 @@
-import type { AnalyzedQuery } from "./text-analysis.js";
+import {
+  type AnalyzedQuery,
+  containsTerm,
+  normalizeForMatching,
+  type QueryConcept,
+} from "./text-analysis.js";
+import type { TermStatistics } from "./types.js";
+
+/** What a search hit shows: a window of whole lines and the file lines it spans (1-based, inclusive). */
+export interface Snippet {
+  readonly text: string;
+  readonly startLine: number;
+  readonly endLine: number;
+}
+
+/** A chunk as the snippet needs it: its text (lines of the file from `startLine` on). */
+export interface SnippetSource {
+  readonly text: string;
+  readonly startLine: number;
+}
+
+/** Inverse document frequency as BM25 counts it (never negative). */
+function inverseDocumentFrequency(concept: QueryConcept, statistics: TermStatistics | undefined): number {
+  if (statistics === undefined || statistics.total === 0) return 1;
+  // A concept matches through any of its alternatives: the rarest one it could be found by decides.
+  let documents = statistics.total;
+  for (const term of concept.terms) documents = Math.min(documents, statistics.documents.get(term) ?? 0);
+  return Math.log(1 + (statistics.total - documents + 0.5) / (documents + 0.5));
+}
 
 /**
- * The part of a chunk to show: the whole text when it fits in `maxChars`, otherwise whole lines
- * around the first line holding a query term (with `…` where text was left out).
+ * Weight of each line: the query concepts it holds, each weighted by how rare it is in the index (IDF),
+ * how rare it is among the chunk's own lines (a speaker's name on every line says nothing about which line
+ * answers), and doubled for identifiers. Function words count only when the query has nothing else.
  */
-export function makeSnippet(text: string, query: AnalyzedQuery, maxChars: number): string {
-  const trimmed = text.trim();
-  if (trimmed.length <= maxChars) return trimmed;
-  const lines = trimmed.split("\n");
-  const lowered = lines.map((line) => line.normalize("NFKC").toLowerCase());
-  const wanted = query.concepts.filter((concept) => !concept.stopWord).flatMap((concept) => concept.terms);
-  let anchor = lowered.findIndex((line) => wanted.some((term) => line.includes(term)));
-  if (anchor === -1) anchor = 0;
+function lineWeights(
+  lines: readonly string[],
+  query: AnalyzedQuery,
+  statistics: TermStatistics | undefined,
+): { weights: number[]; bestTerm: (line: number) => string | undefined } {
+  const normalized = lines.map(normalizeForMatching);
+  const content = query.concepts.filter((concept) => !concept.stopWord);
+  const concepts = content.length > 0 ? content : query.concepts;
+  const weights = lines.map(() => 0);
+  const best = lines.map((): { term?: string; weight: number } => ({ weight: 0 }));
+  const nonBlank = Math.max(1, lines.filter((line) => line.trim() !== "").length);
+  for (const concept of concepts) {
+    const holding: number[] = [];
+    normalized.forEach((line, index) => {
+      if (concept.terms.some((term) => containsTerm(line, term))) holding.push(index);
+    });
+    if (holding.length === 0) continue;
+    const weight =
+      inverseDocumentFrequency(concept, statistics) *
+      (1 + Math.log(nonBlank / holding.length)) *
+      (concept.identifier ? 2 : 1);
+    for (const index of holding) {
+      weights[index]! += weight;
+      if (weight > best[index]!.weight) best[index] = { term: concept.terms[0], weight };
+    }
+  }
+  return { weights, bestTerm: (line) => best[line]?.term };
+}
+
+/** Cuts one over-long line to `maxChars` code points around `term` (never inside a surrogate pair). */
+function cutLine(line: string, term: string | undefined, maxChars: number): string {
+  const points = Array.from(line);
+  const at = term === undefined ? -1 : normalizeForMatching(line).indexOf(term);
+  // Position in code points of the match (normalisation may shift it slightly; close is good enough).
+  const matchPoint = at <= 0 ? 0 : Array.from(line.slice(0, at)).length;
+  const start = Math.max(0, Math.min(points.length - maxChars, matchPoint - Math.floor(maxChars / 3)));
+  const body = points
+    .slice(start, start + maxChars)
+    .join("")
+    .trim();
+  return `${start > 0 ? "…" : ""}${body}${start + maxChars < points.length ? "…" : ""}`;
+}
+
+/**
+ * The part of a chunk to show for a query: the whole chunk when it fits in `maxChars`, otherwise the window
+ * of whole lines that holds the best-matching line (rare terms and identifiers first) and grows towards the
+ * neighbouring lines that match most, while it fits. The returned line range is the window's, so reading
+ * those lines (`memory_get`) gives exactly what the hit showed.
+ */
+export function makeSnippet(
+  chunk: SnippetSource,
+  query: AnalyzedQuery,
+  maxChars: number,
+  statistics?: TermStatistics,
+): Snippet {
+  const lines = chunk.text.split("\n");
+  let first = 0;
+  let last = lines.length - 1;
+  while (first < last && lines[first]!.trim() === "") first += 1;
+  while (last > first && lines[last]!.trim() === "") last -= 1;
+  const whole = lines.slice(first, last + 1).join("\n");
+  if (whole.length <= maxChars) {
+    return { text: whole, startLine: chunk.startLine + first, endLine: chunk.startLine + last };
+  }
+  const { weights, bestTerm } = lineWeights(lines, query, statistics);
+  let anchor = first;
+  for (let index = first; index <= last; index += 1) if (weights[index]! > weights[anchor]!) anchor = index;
   let start = anchor;
-  let end = anchor + 1;
+  let end = anchor;
   let length = lines[anchor]!.length;
-  // Grow forwards first (the match and what follows it), then backwards, while it fits.
-  while (end < lines.length && length + 1 + lines[end]!.length <= maxChars)
-    length += 1 + lines[end++]!.length;
-  while (start > 0 && length + 1 + lines[start - 1]!.length <= maxChars) length += 1 + lines[--start]!.length;
-  const joined = lines.slice(start, end).join("\n");
-  // A single line longer than the limit is cut (by code points, never inside a surrogate pair).
-  const cut = joined.length > maxChars;
-  const body = cut ? Array.from(joined).slice(0, maxChars).join("").trimEnd() : joined;
-  return `${start > 0 ? "…\n" : ""}${body}${cut || end < lines.length ? "\n…" : ""}`;
+  const fits = (index: number) =>
+    index >= first && index <= last && length + 1 + lines[index]!.length <= maxChars;
+  // Grow towards the side whose next line matches more (forwards on a tie: what follows usually explains).
+  for (;;) {
+    const canBefore = fits(start - 1);
+    const canAfter = fits(end + 1);
+    if (!canBefore && !canAfter) break;
+    if (canAfter && (!canBefore || weights[end + 1]! >= weights[start - 1]!)) {
+      end += 1;
+      length += 1 + lines[end]!.length;
+    } else {
+      start -= 1;
+      length += 1 + lines[start]!.length;
+    }
+  }
+  const body =
+    start === end && lines[anchor]!.length > maxChars
+      ? cutLine(lines[anchor]!, bestTerm(anchor), maxChars)
+      : lines.slice(start, end + 1).join("\n");
+  return {
+    text: `${start > first ? "…\n" : ""}${body}${end < last ? "\n…" : ""}`,
+    startLine: chunk.startLine + start,
+    endLine: chunk.startLine + end,
+  };
 }
