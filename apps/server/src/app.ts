@@ -81,7 +81,12 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       checks: {
         storage: { ok: true },
         index: indexOk
-          ? { ok: true, backend: index.backend, state: index.state }
+          ? {
+              ok: true,
+              backend: index.backend,
+              state: index.state,
+              ...(index.state === "rebuilding" ? { repair: index.repair } : {}),
+            }
           : {
               ok: false,
               backend: index.backend,

@@ -17,6 +17,7 @@ import {
   type MemoryIndexBackend,
   type MemoryIndexer,
   type MemorySearch,
+  type SqliteIndexOptions,
   type SummaryQueue,
   type SyncProgress,
 } from "@almanac/memory";
@@ -64,6 +65,11 @@ export interface MemoryServices {
   readWorkspaceText(target: WorkspaceTarget, seen?: Map<string, string>): Promise<string>;
 }
 
+/** A damaged index file moved aside at start-up or later; `rebuiltAt` is set once the rebuild finished. */
+type IndexRepairStatus = Parameters<NonNullable<SqliteIndexOptions["onRepair"]>>[0] & {
+  readonly rebuiltAt?: number;
+};
+
 /** True for the files the memory store guards: `MEMORY.md` and Markdown under `memory/`. */
 export function isMemoryFilePath(shown: string): boolean {
   return shown === "MEMORY.md" || (shown.startsWith("memory/") && shown.endsWith(".md"));
@@ -82,7 +88,15 @@ export async function createMemoryServices(options: {
   const stateDir = join(config.home, "state");
   const timeZone = config.memory.timeZone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
   const store = createMemoryFileStore({ workspace, stateDir, logger });
-  const backend = await createIndexBackend(config, logger);
+  // A damaged index file is moved aside and replaced by an empty one (at open or when a query meets the
+  // damage); until a sync over the Markdown has finished, the status says "rebuilding" and search says so.
+  let indexRepair: IndexRepairStatus | undefined;
+  let rebuildAfterRepair: (() => void) | undefined;
+  const backend = await createIndexBackend(config, logger, (repair) => {
+    indexRepair = repair;
+    rebuildAfterRepair?.();
+  });
+  const rebuilding = (): boolean => indexRepair !== undefined && indexRepair.rebuiltAt === undefined;
   const { embedding } = config;
   const embeddings = createEmbeddingGate({
     ...(embedding.baseUrl && embedding.model
@@ -98,7 +112,15 @@ export async function createMemoryServices(options: {
       : {}),
     logger,
   });
-  const search = createMemorySearch({ backend, embedder: embeddings, logger });
+  const search = createMemorySearch({
+    backend,
+    embedder: embeddings,
+    logger,
+    indexNote: () =>
+      rebuilding()
+        ? "The memory index is being rebuilt from the Markdown files (the old one was damaged); results may be incomplete until it is done."
+        : undefined,
+  });
   const indexer = createMemoryIndexer({ workspace, backend, embedder: embeddings, logger });
   let syncing: { kind: "sync" | "reindex"; progress?: SyncProgress } | undefined = { kind: "sync" };
   let lastError: string | undefined;
@@ -107,11 +129,16 @@ export async function createMemoryServices(options: {
     run: (onProgress: (progress: SyncProgress) => void) => Promise<unknown>,
   ) => {
     syncing = { kind };
+    const repairAtStart = indexRepair;
     return run((progress) => {
       syncing = { kind, progress };
     })
       .then(() => {
         lastError = undefined;
+        if (indexRepair !== undefined && indexRepair === repairAtStart && rebuilding()) {
+          indexRepair = { ...indexRepair, rebuiltAt: Date.now() };
+          logger.info({ movedTo: indexRepair.movedTo }, "memory index rebuilt from the Markdown files");
+        }
       })
       .catch((error: unknown) => {
         lastError = error instanceof Error ? error.message : String(error);
@@ -119,7 +146,12 @@ export async function createMemoryServices(options: {
       })
       .finally(() => {
         syncing = undefined;
+        // Damage found while this sync ran: the fresh index lacks what was synced before it; sync again.
+        if (indexRepair !== repairAtStart && rebuilding()) rebuildAfterRepair?.();
       });
+  };
+  rebuildAfterRepair = () => {
+    if (syncing === undefined) void track("sync", (onProgress) => indexer.sync({ onProgress }));
   };
   // The start-up sync runs in the background (large workspaces take a while); the watcher starts first so
   // no edit made meanwhile is missed.
@@ -149,7 +181,14 @@ export async function createMemoryServices(options: {
     async indexStatus() {
       const status = await indexer.status();
       return {
-        state: syncing ? (syncing.kind === "reindex" ? "reindexing" : "syncing") : "idle",
+        state: rebuilding()
+          ? "rebuilding"
+          : syncing
+            ? syncing.kind === "reindex"
+              ? "reindexing"
+              : "syncing"
+            : "idle",
+        ...(indexRepair ? { repair: indexRepair } : {}),
         ...(syncing?.progress ? { progress: syncing.progress } : {}),
         ...(lastError ? { lastError } : {}),
         ...status,
@@ -223,8 +262,12 @@ export async function createMemoryServices(options: {
   };
 }
 
-/** The configured index backend: the embedded SQLite file, or Qdrant. */
-async function createIndexBackend(config: AlmanacConfig, logger: Logger): Promise<MemoryIndexBackend> {
+/** The configured index backend: the embedded SQLite file (repaired when damaged, see `onRepair`), or Qdrant. */
+async function createIndexBackend(
+  config: AlmanacConfig,
+  logger: Logger,
+  onRepair: NonNullable<SqliteIndexOptions["onRepair"]>,
+): Promise<MemoryIndexBackend> {
   const { index, embedding } = config;
   if (index.backend === "qdrant" && (embedding.baseUrl === undefined || embedding.dimensions === undefined)) {
     // A first `docker compose up` without an embedding model must still start: Qdrant needs the vector
@@ -251,6 +294,7 @@ async function createIndexBackend(config: AlmanacConfig, logger: Logger): Promis
   return createSqliteIndex({
     path: join(config.home, "state", "index.sqlite"),
     ...(embedding.dimensions === undefined ? {} : { dimensions: embedding.dimensions }),
+    onRepair,
     logger,
   });
 }

@@ -36,6 +36,11 @@ export interface MemorySearchConfig {
   /** Longest snippet, in characters (default 700). */
   readonly snippetChars?: number;
   readonly scoring?: ScoringOptions;
+  /**
+   * Why the index may be incomplete right now (e.g. it is being rebuilt after a repair), or undefined.
+   * Said in the `note` of every answer meanwhile, so a missing result is not taken for a missing fact.
+   */
+  readonly indexNote?: () => string | undefined;
 }
 
 /** Per-call options of {@link MemorySearch.search}. */
@@ -183,7 +188,10 @@ export function createMemorySearch(config: MemorySearchConfig): MemorySearch {
             mode,
           };
         });
-      return reason === undefined ? { results, mode } : { results, mode, note: textNote(reason) };
+      const note = [config.indexNote?.(), reason === undefined ? undefined : textNote(reason)]
+        .filter((part) => part !== undefined)
+        .join(" ");
+      return note === "" ? { results, mode } : { results, mode, note };
     },
   };
 }

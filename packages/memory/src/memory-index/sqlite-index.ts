@@ -1,5 +1,6 @@
 import { type Logger, silentLogger, UserError } from "@almanac/core";
 import type Database from "better-sqlite3";
+import { createSelfRepairingIndex, type IndexRepair } from "./self-repairing-index.js";
 import {
   allOf,
   anyOf,
@@ -44,6 +45,11 @@ export interface SqliteIndexOptions {
   readonly rebuildOnDimensionsMismatch?: boolean;
   /** Most embedding-cache entries kept; the oldest unreferenced ones go first (default 50 000). */
   readonly maxCacheEntries?: number;
+  /**
+   * Told when a corrupt or foreign file was moved aside (at open or when a query met the damage) and a
+   * fresh, empty index took its place: rebuild it from the Markdown.
+   */
+  readonly onRepair?: (repair: IndexRepair) => void;
   readonly logger?: Logger;
 }
 
@@ -59,9 +65,20 @@ function mismatch(file: string, stored: number, wanted: number): UserError {
  * The embedded default backend: one SQLite file with FTS5 (BM25) for text, sqlite-vec for vectors,
  * a files table for incremental sync and an embedding cache keyed by (model, content hash).
  * WAL mode; every mutation runs in a transaction. The file can be deleted at any time: the indexer
- * rebuilds it from the Markdown. Throws `index.dimensions_mismatch` (see {@link SqliteIndexOptions}).
+ * rebuilds it from the Markdown. A corrupt or foreign file is moved aside and replaced by an empty index
+ * (see `onRepair`). Throws `index.dimensions_mismatch` (see {@link SqliteIndexOptions}).
  */
 export function createSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
+  return createSelfRepairingIndex({
+    file: options.path,
+    open: () => openSqliteIndex(options),
+    ...(options.onRepair === undefined ? {} : { onRepair: options.onRepair }),
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+  });
+}
+
+/** The backend over the database file as it is (see {@link createSqliteIndex}). */
+function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
   const logger = (options.logger ?? silentLogger).child({ component: "memory-index", backend: "sqlite" });
   const maxCacheEntries = options.maxCacheEntries ?? 50_000;
   const db = openSqliteDatabase(options.path);

@@ -1,0 +1,103 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { script, startScriptedLlm } from "@almanac/testkit";
+import { afterEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { startTestServer, TEST_MODEL_KEY, type TestServer } from "./test-server.js";
+
+let running: TestServer | undefined;
+let home: string | undefined;
+afterEach(async () => {
+  await running?.close();
+  running = undefined;
+  if (home !== undefined) await rm(home, { recursive: true, force: true });
+  home = undefined;
+});
+
+const indexStatus = z.object({
+  state: z.string(),
+  files: z.number(),
+  repair: z.object({ reason: z.string(), movedTo: z.string(), at: z.number() }).loose().optional(),
+});
+const readiness = z.object({
+  ready: z.boolean(),
+  checks: z.object({ index: z.object({ ok: z.boolean(), state: z.string() }).loose() }),
+});
+const searchAnswer = z.object({
+  results: z.array(z.object({ path: z.string() }).loose()),
+  note: z.string().optional(),
+});
+
+/** Polls an asynchronous condition (the server's state over HTTP) until it holds. */
+async function until(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+async function json<T>(response: Response, schema: z.ZodType<T>): Promise<T> {
+  return schema.parse(await response.json());
+}
+
+describe("a damaged memory index", () => {
+  it("is moved aside and rebuilt while the server starts and serves, and says so meanwhile", async () => {
+    home = await mkdtemp(join(tmpdir(), "almanac-index-repair-"));
+    await mkdir(join(home, "state"), { recursive: true });
+    await mkdir(join(home, "workspace"), { recursive: true });
+    const garbage = randomBytes(16_384);
+    await writeFile(join(home, "state", "index.sqlite"), garbage);
+    await writeFile(join(home, "workspace", "MEMORY.md"), "# Facts\n\nThe boiler code is QX-5531.\n");
+    const llm = await startScriptedLlm({ apiKey: TEST_MODEL_KEY, embeddingDimensions: 8 });
+    // The rebuild's embedding request is slow, so the rebuild is still running when we look.
+    llm.enqueueEmbeddings(script.error(503, { delayMs: 2_000 }));
+    try {
+      running = await startTestServer({
+        home,
+        llm,
+        env: {
+          ALMANAC_EMBEDDING_BASE_URL: llm.baseURL,
+          ALMANAC_EMBEDDING_API_KEY: TEST_MODEL_KEY,
+          ALMANAC_EMBEDDING_MODEL: "scripted-embedding",
+          ALMANAC_EMBEDDING_DIMENSIONS: "8",
+        },
+      });
+      const server = running;
+      expect((await fetch(`${server.server.url}/healthz`)).status).toBe(200);
+
+      const during = await json(await fetch(`${server.server.url}/readyz`), readiness);
+      expect(during.ready).toBe(true);
+      expect(during.checks.index).toMatchObject({
+        ok: true,
+        state: "rebuilding",
+        repair: { reason: expect.stringContaining("SQLITE_NOTADB") },
+      });
+      const status = await json(await server.api("/api/memory/index"), indexStatus);
+      expect(status.state).toBe("rebuilding");
+      const movedTo = status.repair?.movedTo ?? "";
+      expect(movedTo).toMatch(/index\.sqlite\.corrupt-/u);
+      expect(await readFile(movedTo)).toEqual(garbage);
+      const early = await json(await server.api("/api/memory/search?q=boiler"), searchAnswer);
+      expect(early.note).toMatch(/being rebuilt.*may be incomplete/u);
+
+      await until(
+        async () => (await json(await server.api("/api/memory/index"), indexStatus)).state === "idle",
+        15_000,
+        "the rebuild",
+      );
+      expect((await json(await fetch(`${server.server.url}/readyz`), readiness)).checks.index.state).toBe(
+        "idle",
+      );
+      const after = await json(await server.api("/api/memory/search?q=QX-5531"), searchAnswer);
+      expect(after.results.map((result) => result.path)).toEqual(["MEMORY.md"]);
+      expect(after.note ?? "").not.toMatch(/rebuilt/u);
+      expect(server.logs.join("")).toMatch(/the memory index is damaged; moved it aside/u);
+      expect((await readdir(join(home, "state"))).filter((name) => name.includes("corrupt"))).toHaveLength(1);
+    } finally {
+      await llm.close();
+    }
+  });
+});
