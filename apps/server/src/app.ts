@@ -14,6 +14,7 @@ import { registerMemoryRoutes } from "./routes/memory-routes.js";
 import { registerOpenAIRoutes } from "./routes/openai-routes.js";
 import { registerWebhookRoutes } from "./routes/webhook-routes.js";
 import type { SessionManager } from "./runtime/session-manager.js";
+import type { StorageHealth } from "./storage-health.js";
 
 /** Everything the HTTP layer needs; built by `startServer`, or by tests directly. */
 export interface AppDependencies {
@@ -30,6 +31,8 @@ export interface AppDependencies {
   readonly channels: () => ChannelStatus[];
   /** True once shutdown began: new requests get 503. */
   readonly isShuttingDown: () => boolean;
+  /** The data directory's storage state: a full disk answers 507 `storage.full` and turns `/readyz` red. */
+  readonly storage?: StorageHealth;
 }
 
 /** Builds the fastify app (not listening), so tests can `inject()` or listen on a random port. */
@@ -74,12 +77,13 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     const info = deps.info();
     const index = await deps.memory.indexStatus();
     const indexOk = index.lastError === undefined;
-    const ready = info.model.configured && indexOk;
+    const storage = (await deps.storage?.check()) ?? { ok: true };
+    const ready = info.model.configured && indexOk && storage.ok;
     const channels = deps.channels().filter((channel) => channel.state !== "disabled");
     return reply.status(ready ? 200 : 503).send({
       ready,
       checks: {
-        storage: { ok: true },
+        storage,
         index: indexOk
           ? {
               ok: true,

@@ -1,7 +1,7 @@
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createToolkit, createWorkspaceFileTools } from "@almanac/agent";
-import { createTokenCounter } from "@almanac/core";
+import { createTokenCounter, UserError } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import { MEMORY_GUIDE } from "@almanac/memory";
 import type { FastifyInstance } from "fastify";
@@ -22,7 +22,8 @@ import { type AgentRuntime, createAgentRuntime } from "./runtime/agent-runtime.j
 import { SessionManager } from "./runtime/session-manager.js";
 import { DEFAULT_SYSTEM_PROMPT } from "./runtime/system-prompt.js";
 import { createLaneScheduler } from "./sessions/lane-scheduler.js";
-import { createSessionStore } from "./sessions/session-store.js";
+import { createSessionStore, type SessionStore } from "./sessions/session-store.js";
+import { createStorageHealth, type StorageHealth } from "./storage-health.js";
 
 /** Options of {@link startServer}. Only this app reads the process environment, and only through here. */
 export interface StartServerOptions {
@@ -145,8 +146,9 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     );
   }
 
+  const storage = createStorageHealth({ dataDir: config.home });
   sessions = new SessionManager({
-    store: createSessionStore({ dir: join(config.home, "sessions"), logger }),
+    store: guardedStore(createSessionStore({ dir: join(config.home, "sessions"), logger }), storage),
     scheduler,
     runtime,
     missingModelSettings: missing,
@@ -200,6 +202,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
       missing,
     },
     tokenCounter: tokenCounter.method,
+    storage: storage.status(),
     config: redactConfig(config),
   });
   let shuttingDown = false;
@@ -214,8 +217,15 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     ...(feishuWebhook ? { webhooks: { feishu: feishuWebhook } } : {}),
     channels: () => hub.statuses(),
     isShuttingDown: () => shuttingDown,
+    storage,
   });
-  await app.listen({ host: config.server.host, port: config.server.port });
+  try {
+    await app.listen({ host: config.server.host, port: config.server.port });
+  } catch (error) {
+    await Promise.allSettled([memory.stop(0), app.close(), lock.release()]);
+    sessions.close();
+    throw listenError(error, config.server.host, config.server.port);
+  }
   const address = app.server.address();
   const port = typeof address === "object" && address !== null ? address.port : config.server.port;
   const url = `http://${config.server.host.includes(":") ? `[${config.server.host}]` : config.server.host}:${port}`;
@@ -239,4 +249,36 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     return closing;
   };
   return { app, url, config, adminToken: token.token, close };
+}
+
+/** The session store with every write reported to `storage` (a full disk becomes `storage.full`, HTTP 507). */
+function guardedStore(store: SessionStore, storage: StorageHealth): SessionStore {
+  return {
+    ...store,
+    save: (snapshot) => storage.guard(() => store.save(snapshot)),
+    appendTranscript: (key, messages) => storage.guard(() => store.appendTranscript(key, messages)),
+    archive: (key) => storage.guard(() => store.archive(key)),
+    delete: (key) => storage.guard(() => store.delete(key)),
+  };
+}
+
+/** A port already taken (or not ours to bind) as a user error naming the address and the settings to change. */
+function listenError(error: unknown, host: string, port: number): unknown {
+  const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
+  const address = `${host.includes(":") ? `[${host}]` : host}:${port}`;
+  if (code === "EADDRINUSE") {
+    return new UserError(
+      "server.port_in_use",
+      `Cannot listen on ${address}: the port is already in use (another Almanac or program runs there). Stop it, or set ALMANAC_PORT (or ALMANAC_HOST) to a free one.`,
+      { cause: error },
+    );
+  }
+  if (code === "EACCES" || code === "EADDRNOTAVAIL") {
+    return new UserError(
+      "server.cannot_listen",
+      `Cannot listen on ${address} (${code}): ${code === "EACCES" ? "ports below 1024 need privileges" : "that address is not on this machine"}. Set ALMANAC_PORT or ALMANAC_HOST.`,
+      { cause: error },
+    );
+  }
+  return error;
 }

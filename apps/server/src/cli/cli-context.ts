@@ -42,6 +42,8 @@ export const EXIT = {
   usage: 2,
   notRunning: 3,
   unauthorized: 4,
+  /** `start`: the address cannot be listened on (the port is in use, or not allowed). */
+  cannotListen: 5,
   /** EX_CONFIG from sysexits.h: the configuration is invalid. */
   config: 78,
 } as const;

@@ -4,8 +4,8 @@ import { type CliContext, EXIT, writeLine } from "./cli-context.js";
 
 /**
  * `almanac start`: runs the server until SIGINT/SIGTERM, then stops gracefully. Resolves with the exit code
- * once stopped: 0 after a clean stop, 1 when a second signal cuts the shutdown short or it fails, 78 when the
- * configuration is invalid.
+ * once stopped: 0 after a clean stop, 1 when a second signal cuts the shutdown short or it fails, 5 when the
+ * address cannot be listened on (port in use), 78 when the configuration is invalid.
  */
 export async function startCommand(context: CliContext): Promise<number> {
   let server: ServerHandle;
@@ -14,7 +14,9 @@ export async function startCommand(context: CliContext): Promise<number> {
   } catch (error) {
     if (isAlmanacError(error) && error.category === "user") {
       writeLine(context.io.stderr, error.message);
-      return EXIT.config;
+      return error.code === "server.port_in_use" || error.code === "server.cannot_listen"
+        ? EXIT.cannotListen
+        : EXIT.config;
     }
     throw error;
   }

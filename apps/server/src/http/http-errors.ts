@@ -29,6 +29,8 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = {
   "memory.shrink_refused": 409,
   "summarizer.job_not_found": 404,
   "summarizer.job_not_parked": 409,
+  "storage.full": 507,
+  "storage.read_only": 507,
 };
 
 /** OpenAI-style error body, used by /v1 and /api alike so every client can parse it. */

@@ -3,6 +3,7 @@ import { UserError } from "@almanac/core";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { SessionManager } from "../runtime/session-manager.js";
+import type { StorageStatus } from "../storage-health.js";
 
 /** What `/api/info` and `/readyz` report about the server. */
 export interface ServerInfo {
@@ -14,6 +15,8 @@ export interface ServerInfo {
     readonly missing: readonly string[];
   };
   readonly tokenCounter: string;
+  /** Whether the data directory takes writes (a full or read-only disk is reported here and in `/readyz`). */
+  readonly storage?: StorageStatus;
   readonly config: Record<string, unknown>;
 }
 

@@ -37,6 +37,8 @@ interface LoadedSession {
   lastUsed: number;
   /** Tokens of the prompt's system message (system prompt + summary), kept while its text is unchanged. */
   systemTokens?: { readonly text: string; readonly tokens: number };
+  /** Ids of messages a failed write (full disk) kept out of the transcript; the next turn appends them first. */
+  untranscribed?: ReadonlySet<string>;
 }
 
 function sumUsage(usage: readonly Usage[]): TurnResult["usage"] {
@@ -128,12 +130,15 @@ export class SessionManager {
         ...(inbound.images ?? []),
       ],
     });
-    const before = new Set(session.memory.messages.map((message) => message.id));
+    const before = new Set(
+      session.memory.messages.map((message) => message.id).filter((id) => !session.untranscribed?.has(id)),
+    );
     session.memory.append(input);
     // Open the turn durably before any model time is spent: the user's words survive a crash from here on.
-    await this.#options.store.appendTranscript(session.key, [input]);
+    // Messages an earlier full disk kept out of the transcript go first; if this fails too, the input joins
+    // them (kept in memory, written by the next turn) and the caller gets the storage error.
+    await this.#transcribe(session, before);
     await this.#save(session, { openTurn: { inputId: input.id, startedAt: this.#clock() } });
-    before.add(input.id);
 
     const timeout = AbortSignal.timeout(this.#options.limits.turnTimeoutMs);
     const signals = [laneSignal, timeout];
@@ -265,8 +270,14 @@ export class SessionManager {
   async #transcribe(session: LoadedSession, transcribed: Set<string>): Promise<void> {
     const added = session.memory.messages.filter((message) => !transcribed.has(message.id));
     if (added.length === 0) return;
-    await this.#options.store.appendTranscript(session.key, added);
+    try {
+      await this.#options.store.appendTranscript(session.key, added);
+    } catch (error) {
+      session.untranscribed = new Set(added.map((message) => message.id));
+      throw error;
+    }
     for (const message of added) transcribed.add(message.id);
+    session.untranscribed = undefined;
   }
 
   /** Transcribes what is new, then saves the snapshot. */

@@ -160,8 +160,9 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
         const path = transcriptPath(stem);
         const handle = await open(path, "a+", 0o600);
         let created = false;
+        let size: number | undefined;
         try {
-          const { size } = await handle.stat();
+          size = (await handle.stat()).size;
           created = size === 0;
           let prefix = "";
           if (size > 0) {
@@ -176,6 +177,22 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
           }
           await handle.appendFile(`${prefix}${lines.join("\n")}\n`, "utf8");
           await handle.sync();
+        } catch (error) {
+          // A full disk can take part of the lines: cut them off again so the transcript never holds a
+          // half-written line, and the caller (who gets the error) may append the same messages later.
+          if (size !== undefined) {
+            const before = size;
+            await (async () => {
+              await handle.truncate(before);
+              await handle.sync();
+            })().catch((truncateError: unknown) =>
+              logger.error(
+                { key, path, err: truncateError },
+                "could not cut a failed append off the transcript",
+              ),
+            );
+          }
+          throw error;
         } finally {
           await handle.close();
         }

@@ -1,4 +1,4 @@
-export { hashContent } from "./durable-file.js";
+export { hashContent, probeWritable, type StorageErrno, storageErrnoOf } from "./durable-file.js";
 export {
   assertTimeZone,
   type DayGroup,

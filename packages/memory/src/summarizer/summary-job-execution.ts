@@ -1,4 +1,5 @@
 import { describeError, isAlmanacError, type Logger } from "@almanac/core";
+import { storageErrnoOf } from "./durable-file.js";
 import type {
   JobError,
   JournalRecord,
@@ -28,7 +29,9 @@ export type JobExecutionResult =
   | { readonly kind: "stopped" }
   /** Failed, will run again after `delayMs`. */
   | { readonly kind: "retry"; readonly delayMs: number }
-  | { readonly kind: "parked" };
+  | { readonly kind: "parked" }
+  /** The disk is full or read-only: back to pending, the attempt given back; run again once writes work. */
+  | { readonly kind: "storage-full" };
 
 /** The default retry rule: the error's own `isRetryable` flag (core's `ProviderError`, `SummarizerError`). */
 export function defaultIsRetryable(error: unknown): boolean {
@@ -110,6 +113,17 @@ export async function executeSummaryJob(
       await persist({ ...latest, state: "pending", attempts: attempt - 1, updatedAt: clock() });
       logger.info({}, "summary job stopped by shutdown; it stays journaled");
       return { kind: "stopped" };
+    }
+    if (storageErrnoOf(error) !== undefined) {
+      // Not the job's fault either: a full disk must never park it. (If this write fails too, the queue
+      // puts the job back to pending itself.)
+      const lastError = toJobError(error, true, clock());
+      await persist({ ...latest, state: "pending", attempts: attempt - 1, lastError, updatedAt: clock() });
+      logger.warn(
+        { error: describeError(error) },
+        "summary job stopped by a full disk; it runs again once writes work",
+      );
+      return { kind: "storage-full" };
     }
     const lastError = toJobError(error, deps.isRetryable(error), clock());
     if (lastError.retryable && attempt < deps.maxAttempts) {

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { describeError, type Logger, messageSchema, silentLogger, UserError } from "@almanac/core";
 import { z } from "zod";
+import { probeWritable, storageErrnoOf } from "./durable-file.js";
 import { SummarizerError } from "./summarizer-error.js";
 import {
   type JobError,
@@ -36,6 +37,11 @@ export interface SummaryQueueOptions {
   readonly keepDone?: number;
   /** Whether a failure is worth another run. Default: the error's own `isRetryable` flag. */
   readonly isRetryable?: (error: unknown) => boolean;
+  /**
+   * While the disk is full (or read-only), how often to check whether writes work again before the next run
+   * (no attempt is counted and no model time spent meanwhile). Default 5 000 ms.
+   */
+  readonly storageRetryMs?: number;
 }
 
 /** Job counts by state. */
@@ -115,6 +121,7 @@ export function createSummaryQueue(options: SummaryQueueOptions): SummaryQueue {
   const backoff = options.backoff ?? defaultBackoff;
   const sleep = options.sleep ?? defaultSleep;
   const isRetryable = options.isRetryable ?? defaultIsRetryable;
+  const storageRetryMs = options.storageRetryMs ?? 5_000;
   const { run } = options;
   if (
     !Number.isSafeInteger(maxAttempts) ||
@@ -199,12 +206,40 @@ export function createSummaryQueue(options: SummaryQueueOptions): SummaryQueue {
         record,
         controller.signal,
       );
+    } catch (error) {
+      if (storageErrnoOf(error) === undefined) throw error;
+      // The journal could not be written either: the file still says what it said before this run, and so
+      // must the queue (not "running", which nothing would ever pick up again).
+      infos.set(info.id, { ...toJobInfo(record), updatedAt: clock() });
+      logger.warn(
+        { jobId: info.id, error: describeError(error) },
+        "summary journal cannot be written: disk full",
+      );
+      result = { kind: "storage-full" };
     } finally {
       running = undefined;
     }
+    if (result.kind === "storage-full") await waitUntilWritable();
     if (result.kind === "done") await pruneDone();
     // Head of line: later jobs wait, so entries reach each daily log in order.
     if (result.kind === "retry") await sleep(result.delayMs, stopController.signal);
+  };
+
+  /** Sleeps until a small durable write to the state directory works again (or the queue stops). */
+  const waitUntilWritable = async () => {
+    while (phase === "started") {
+      await sleep(storageRetryMs, stopController.signal);
+      if (phase !== "started") return;
+      try {
+        if (await probeWritable(options.stateDir)) return;
+      } catch (error) {
+        logger.error(
+          { error: describeError(error) },
+          "cannot probe the state directory; trying the job again",
+        );
+        return;
+      }
+    }
   };
 
   const loop = async () => {
