@@ -3,8 +3,13 @@ import swagger from "@fastify/swagger";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger as PinoLogger } from "pino";
 import type { AlmanacConfig } from "./config/config-schema.js";
-import { installBearerAuth } from "./http/auth.js";
-import { errorBody, installErrorHandler } from "./http/http-errors.js";
+import { installBearerAuth, PUBLIC_ROUTE, type RouteEntry } from "./http/auth.js";
+import {
+  createHttpErrorHandler,
+  errorBody,
+  handleClientError,
+  installErrorHandler,
+} from "./http/http-errors.js";
 import type { MemoryServices } from "./memory-services.js";
 import type { ServerMetrics } from "./metrics.js";
 import { registerAdminRoutes, type ServerInfo } from "./routes/admin-routes.js";
@@ -35,14 +40,33 @@ export interface AppDependencies {
   readonly storage?: StorageHealth;
 }
 
+declare module "fastify" {
+  interface FastifyInstance {
+    /** Every registered route with whether it is public (reachable without the admin token). */
+    routeTable(): readonly RouteEntry[];
+  }
+}
+
 /** Builds the fastify app (not listening), so tests can `inject()` or listen on a random port. */
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
+  const errorOptions = {
+    isShuttingDown: deps.isShuttingDown,
+    ...(deps.storage ? { storageError: deps.storage.classify } : {}),
+  };
   const app: FastifyInstance = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: deps.config.server.bodyLimitBytes,
-    return503OnClosing: true,
+    // Our own onRequest hook answers 503 in the documented shape from the moment shutdown begins.
+    return503OnClosing: false,
+    // Session keys in `/api/sessions/{key}` can be a few hundred characters (find-my-way's default is 100).
+    routerOptions: { maxParamLength: 2048 },
+    frameworkErrors: createHttpErrorHandler(errorOptions),
+    clientErrorHandler: handleClientError,
   });
-  installErrorHandler(app);
+  // Deny by default: installed before any route, so every route is in the table and behind the hook.
+  const auth = installBearerAuth(app, { token: deps.adminToken });
+  app.decorate("routeTable", auth.routes);
+  installErrorHandler(app, { ...errorOptions, notFoundGuard: auth.requireToken });
   // Empty JSON bodies (DELETE/POST without a body but with the header) are accepted as "no body";
   // everything else goes through fastify's default parser (with prototype-poisoning protection).
   const defaultJsonParser = app.getDefaultJsonParser("error", "error");
@@ -70,10 +94,9 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         .send(errorBody("server.shutting_down", "The server is shutting down.", "server_error"));
     }
   });
-  installBearerAuth(app, { token: deps.adminToken, prefixes: ["/api", "/v1", "/metrics"] });
 
-  app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
-  app.get("/readyz", { schema: { hide: true } }, async (_request, reply) => {
+  app.get("/healthz", { ...PUBLIC_ROUTE, schema: { hide: true } }, async () => ({ status: "ok" }));
+  app.get("/readyz", { ...PUBLIC_ROUTE, schema: { hide: true } }, async (_request, reply) => {
     const info = deps.info();
     const index = await deps.memory.indexStatus();
     const indexOk = index.lastError === undefined;

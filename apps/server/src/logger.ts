@@ -3,6 +3,7 @@ import pino, { type Logger as PinoLogger } from "pino";
 /** Paths pino replaces with "[redacted]": credentials must never reach a log line. */
 export const REDACTED_PATHS = [
   "req.headers.authorization",
+  "req.headers.cookie",
   'req.headers["x-api-key"]',
   "headers.authorization",
   "*.apiKey",
@@ -16,12 +17,57 @@ export const REDACTED_PATHS = [
   "config.server.adminToken",
 ];
 
+const MAX_LOGGED_KEY_CHARS = 64;
+
+/**
+ * A URL with its query values replaced: `/x?token=abc&q` → `/x?token=[redacted]&[redacted]`. Keys stay (they
+ * say what was asked), values never reach the log (`?token=` or `?key=` may be a credential).
+ */
+export function redactQuery(url: string): string {
+  const start = url.indexOf("?");
+  if (start === -1) return url;
+  const parts = url
+    .slice(start + 1)
+    .split("&")
+    .map((part) => {
+      const equals = part.indexOf("=");
+      // A bare `?abc` may itself be the secret: only a key followed by `=` is kept.
+      if (equals === -1) return part === "" ? "" : "[redacted]";
+      return `${part.slice(0, Math.min(equals, MAX_LOGGED_KEY_CHARS))}=[redacted]`;
+    });
+  return `${url.slice(0, start)}?${parts.join("&")}`;
+}
+
+/** What an incoming request looks like to the serializer (fastify's request). */
+interface LoggedRequest {
+  readonly method?: string;
+  readonly url?: string;
+  readonly host?: string;
+  readonly ip?: string;
+  readonly socket?: { readonly remotePort?: number };
+}
+
+/**
+ * fastify's `req` serializer without secrets: method, path with the query values redacted, host and peer.
+ * No headers at all, so neither `Authorization` nor cookies can be logged by it.
+ */
+export function serializeRequest(request: LoggedRequest): Record<string, unknown> {
+  return {
+    method: request.method,
+    url: typeof request.url === "string" ? redactQuery(request.url) : undefined,
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  };
+}
+
 /** Creates the server's root logger (JSON lines to stdout, or to the given destination). */
 export function createLogger(level: string, destination?: pino.DestinationStream): PinoLogger {
   return pino(
     {
       level,
       redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
+      serializers: { req: serializeRequest },
       base: { service: "almanac" },
     },
     destination,

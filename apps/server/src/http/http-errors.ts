@@ -1,5 +1,7 @@
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import { isAlmanacError } from "@almanac/core";
-import type { FastifyError, FastifyInstance } from "fastify";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 
 /**
  * The one registry of error codes the HTTP API answers with, and their status.
@@ -10,6 +12,14 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = {
   "request.invalid": 400,
   "request.malformed_json": 400,
   "request.too_large": 413,
+  "request.malformed": 400,
+  "request.bad_url": 400,
+  "request.forbidden": 403,
+  "request.method_not_allowed": 405,
+  "request.timeout": 408,
+  "request.uri_too_long": 414,
+  "request.unsupported_media_type": 415,
+  "request.headers_too_large": 431,
   "message.invalid": 400,
   "message.too_long": 413,
   "session.not_found": 404,
@@ -50,43 +60,146 @@ function typeFor(status: number): string {
   return "invalid_request_error";
 }
 
-/** Maps every thrown error to a status and a body; internal details never reach the client. */
-export function installErrorHandler(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError | Error, request, reply) => {
-    if (isAlmanacError(error)) {
-      const fallback = error.category === "user" ? 400 : error.category === "provider" ? 502 : 500;
-      const status = HTTP_STATUS_BY_CODE[error.code] ?? fallback;
-      if (status >= 500) request.log.error({ err: error }, "request failed");
-      const message = error.category === "internal" ? "Internal error; see the server log." : error.message;
-      return reply.status(status).send(errorBody(error.code, message, typeFor(status)));
-    }
-    const fastifyError = error as FastifyError;
-    if (fastifyError.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
-      return reply
-        .status(413)
-        .send(errorBody("request.too_large", "Request body is larger than the server accepts."));
-    }
-    if (fastifyError.code === "FST_ERR_CTP_INVALID_JSON_BODY" || error instanceof SyntaxError) {
-      return reply
-        .status(400)
-        .send(errorBody("request.malformed_json", `Malformed JSON body: ${error.message}`));
-    }
-    if (fastifyError.validation) {
-      return reply.status(400).send(errorBody("request.invalid", `Invalid request: ${error.message}`));
-    }
-    if (fastifyError.statusCode !== undefined && fastifyError.statusCode < 500) {
-      return reply
-        .status(fastifyError.statusCode)
-        .send(
-          errorBody(fastifyError.code ?? "request.invalid", error.message, typeFor(fastifyError.statusCode)),
-        );
-    }
-    request.log.error({ err: error }, "unhandled error");
-    return reply
-      .status(500)
-      .send(errorBody("internal", "Internal error; see the server log.", "server_error"));
+/** Fastify's own errors (`FST_ERR_*`) as Almanac codes: clients never see a framework code. */
+const FASTIFY_ERRORS: Readonly<Record<string, { readonly code: string; readonly message: string }>> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: {
+    code: "request.too_large",
+    message: "Request body is larger than the server accepts.",
+  },
+  FST_ERR_CTP_INVALID_JSON_BODY: { code: "request.malformed_json", message: "Malformed JSON body." },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { code: "request.malformed_json", message: "The JSON body is empty." },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    code: "request.unsupported_media_type",
+    message: "Unsupported content type; send the body as application/json.",
+  },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
+    code: "request.invalid",
+    message: "The body's size does not match its Content-Length.",
+  },
+  FST_ERR_BAD_URL: { code: "request.bad_url", message: "The URL is not valid (bad percent-encoding)." },
+  FST_ERR_MAX_PARAM_LENGTH: { code: "request.uri_too_long", message: "A path parameter is too long." },
+};
+
+/** The Almanac code for any other 4xx a framework or plugin raised, by its status. */
+const CODE_BY_CLIENT_STATUS: Readonly<Record<number, string>> = {
+  403: "request.forbidden",
+  404: "route.not_found",
+  405: "request.method_not_allowed",
+  408: "request.timeout",
+  413: "request.too_large",
+  414: "request.uri_too_long",
+  415: "request.unsupported_media_type",
+  431: "request.headers_too_large",
+};
+
+/** True when `error`, or an error in its `cause` chain, has the given Almanac code. */
+function causedBy(error: unknown, code: string): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && current !== undefined && current !== null; depth += 1) {
+    if (isAlmanacError(current) && current.code === code) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/** What the error handler needs to know about the server. */
+export interface HttpErrorOptions {
+  /** True once shutdown began: a turn cut short then is `503 server.shutting_down`, not the client's doing. */
+  readonly isShuttingDown?: () => boolean;
+  /** The storage error (`storage.full`, 507) for a write that failed on a full or read-only disk, if it is one. */
+  readonly storageError?: (error: unknown) => Error | undefined;
+}
+
+/** A reply the error handler sends: a status and a body in the documented shape. */
+interface ErrorReply {
+  readonly status: number;
+  readonly body: ErrorBody;
+  /** The error goes to the log (server faults only). */
+  readonly log: boolean;
+}
+
+function classify(thrown: FastifyError | Error, options: HttpErrorOptions): ErrorReply {
+  const error = options.storageError?.(thrown) ?? thrown;
+  const reply = (status: number, code: string, message: string, log = false): ErrorReply => ({
+    status,
+    body: errorBody(code, message, typeFor(status)),
+    log,
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply.status(404).send(errorBody("route.not_found", `No route ${request.method} ${request.url}`)),
-  );
+  if (isAlmanacError(error)) {
+    if (
+      error.code === "agent.aborted" &&
+      (causedBy(error, "server.shutting_down") || options.isShuttingDown?.() === true)
+    )
+      return reply(503, "server.shutting_down", "The server is shutting down; this reply was stopped.");
+    const fallback = error.category === "user" ? 400 : error.category === "provider" ? 502 : 500;
+    const status = HTTP_STATUS_BY_CODE[error.code] ?? fallback;
+    const message = error.category === "internal" ? "Internal error; see the server log." : error.message;
+    return reply(status, error.code, message, status >= 500);
+  }
+  const fastifyError = error as FastifyError;
+  const known = fastifyError.code === undefined ? undefined : FASTIFY_ERRORS[fastifyError.code];
+  if (known) return reply(HTTP_STATUS_BY_CODE[known.code] ?? 400, known.code, known.message);
+  if (fastifyError.validation) return reply(400, "request.invalid", `Invalid request: ${error.message}`);
+  if (error instanceof SyntaxError)
+    return reply(400, "request.malformed_json", `Malformed JSON body: ${error.message}`);
+  const status = fastifyError.statusCode;
+  if (status !== undefined && status >= 400 && status < 500) {
+    const code = CODE_BY_CLIENT_STATUS[status] ?? "request.invalid";
+    return reply(status, code, STATUS_CODES[status] ?? "Bad request.");
+  }
+  return reply(500, "internal", "Internal error; see the server log.", true);
+}
+
+/**
+ * The one error handler: every thrown error becomes a status and a body in the documented shape; internal
+ * details never reach the client. Also used as fastify's `frameworkErrors` handler (bad URLs, long params).
+ */
+export function createHttpErrorHandler(
+  options: HttpErrorOptions = {},
+): (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => FastifyReply {
+  return (error, request, reply) => {
+    const answer = classify(error, options);
+    if (answer.log) request.log.error({ err: error }, "request failed");
+    return reply.status(answer.status).send(answer.body);
+  };
+}
+
+/**
+ * fastify's `clientErrorHandler`: a request Node could not even parse (bad HTTP, headers too large) gets a
+ * minimal response in the documented shape before the socket closes.
+ */
+export function handleClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, code, message] =
+    error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? [408, "request.timeout", "The request took too long to arrive."]
+      : error.code === "HPE_HEADER_OVERFLOW"
+        ? [431, "request.headers_too_large", "The request headers are too large."]
+        : [400, "request.malformed", "The request is not valid HTTP."];
+  const body = JSON.stringify(errorBody(code, message));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Content-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(error);
+}
+
+/**
+ * Installs the error handler and the not-found handler. Unknown paths are guarded like any route
+ * (`notFoundGuard`, the auth hook): without the token they get 401, not a 404 that confirms what exists.
+ */
+export function installErrorHandler(
+  app: FastifyInstance,
+  options: HttpErrorOptions & {
+    readonly notFoundGuard?: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+  } = {},
+): void {
+  app.setErrorHandler(createHttpErrorHandler(options));
+  const notFound = async (request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split("?")[0] ?? "";
+    return reply.status(404).send(errorBody("route.not_found", `No route ${request.method} ${path}`));
+  };
+  app.setNotFoundHandler(options.notFoundGuard ? { preHandler: options.notFoundGuard } : {}, notFound);
 }

@@ -1,3 +1,5 @@
+import { validateHeaderName, validateHeaderValue } from "node:http";
+import { UserError } from "@almanac/core";
 import type { FastifyReply } from "fastify";
 
 /** A server-sent-events writer that sends its headers only with the first event. */
@@ -19,6 +21,11 @@ export function createLazyEventStream(
   reply: FastifyReply,
   headers: Record<string, string> = {},
 ): LazyEventStream {
+  // Checked now, before the caller runs its turn: a header refused at the first event would drop the stream.
+  for (const [name, value] of Object.entries(headers)) {
+    validateHeaderName(name);
+    validateHeaderValue(name, value);
+  }
   let started = false;
   const start = () => {
     if (started) return;
@@ -49,11 +56,18 @@ export function createLazyEventStream(
   };
 }
 
-/** A signal that aborts when the client goes away before the response finished. */
+/**
+ * A signal that aborts when the client goes away before the response finished. Its reason is a
+ * `request.client_closed` error, so an aborted turn can tell a client that left from a server shutdown
+ * (whose reason is `server.shutting_down`).
+ */
 export function abortWhenClientLeaves(reply: FastifyReply): AbortSignal {
   const controller = new AbortController();
   reply.raw.on("close", () => {
-    if (!reply.raw.writableFinished) controller.abort();
+    if (!reply.raw.writableFinished)
+      controller.abort(
+        new UserError("request.client_closed", "The client closed the connection before the reply was done."),
+      );
   });
   return controller.signal;
 }

@@ -1,9 +1,9 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { UserError } from "@almanac/core";
 import fastifyStatic from "@fastify/static";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { markRoutesPublic } from "../http/auth.js";
 import type { SessionManager } from "../runtime/session-manager.js";
 import { registerConsoleChat } from "./console-chat.js";
 
@@ -17,7 +17,7 @@ export interface ConsoleDependencies {
 /** Where `pnpm build:console` writes the console, relative to this file. */
 export const DEFAULT_CONSOLE_DIST = fileURLToPath(new URL("../../../console/dist", import.meta.url));
 
-/** Path prefixes the SPA fallback never answers: they belong to the API, operations and webhooks. */
+/** Paths the SPA fallback never answers: they belong to the API, operations and webhooks. */
 const RESERVED_PREFIXES = ["/api", "/v1", "/healthz", "/readyz", "/metrics", "/channels", "/assets"];
 
 const NOT_BUILT_PAGE = `<!doctype html>
@@ -39,33 +39,40 @@ function isReserved(path: string): boolean {
 /**
  * The web console: its built files at `/` (any other non-API GET answers `index.html`, so the SPA's own
  * paths survive a reload) and its chat route. A missing build does not stop the server: `/` then says how
- * to build it.
+ * to build it. The page and its assets are public (they hold no data); the chat route needs the token.
+ *
+ * Caching: `index.html` is `no-cache` (revalidated on every load, so an upgrade takes effect at once), the
+ * hashed bundles under `/assets/` are `immutable` for a year (a new build gives them new names).
  */
 export async function registerConsole(app: FastifyInstance, deps: ConsoleDependencies): Promise<void> {
   const distDir = deps.distDir ?? DEFAULT_CONSOLE_DIST;
   registerConsoleChat(app, deps.sessions);
 
-  // Hashed bundles never change under one name: let browsers keep them.
-  await app.register(fastifyStatic, {
-    root: join(distDir, "assets"),
-    prefix: "/assets/",
-    suppressWarning: true,
-    immutable: true,
-    maxAge: "365d",
-  });
-
   const serveIndex = async (request: FastifyRequest, reply: FastifyReply) => {
-    const path = request.url.split("?")[0] ?? "/";
-    // Unknown API paths and missing files (anything with an extension) stay real 404s.
+    // Decided on the path the router decoded, never on the raw URL.
+    const rest = (request.params as { "*"?: unknown })["*"];
+    const path = `/${typeof rest === "string" ? rest : ""}`;
+    // Unknown API paths and missing files (anything with an extension) go to the not-found handler, which
+    // guards them like any protected route (401 without the token, else 404).
     const lastSegment = path.slice(path.lastIndexOf("/") + 1);
-    if (isReserved(path) || lastSegment.includes("."))
-      throw new UserError("route.not_found", `No route ${request.method} ${path}`);
+    if (isReserved(path) || lastSegment.includes(".")) return reply.callNotFound();
     reply.header("cache-control", "no-cache");
     if (!existsSync(join(distDir, "index.html"))) {
       return reply.type("text/html; charset=utf-8").send(NOT_BUILT_PAGE);
     }
-    return reply.sendFile("index.html", distDir);
+    return reply.sendFile("index.html", distDir, { cacheControl: false });
   };
-  app.get("/", { schema: { hide: true } }, serveIndex);
-  app.get("/*", { schema: { hide: true } }, serveIndex);
+  // Every route of this scope (the files, the page) is public; the chat route above is not.
+  await app.register(async (scope) => {
+    markRoutesPublic(scope);
+    await scope.register(fastifyStatic, {
+      root: join(distDir, "assets"),
+      prefix: "/assets/",
+      suppressWarning: true,
+      immutable: true,
+      maxAge: "365d",
+    });
+    scope.get("/", { schema: { hide: true } }, serveIndex);
+    scope.get("/*", { schema: { hide: true } }, serveIndex);
+  });
 }
