@@ -104,7 +104,10 @@ function refusePath(requested: string, why: string, cause?: unknown): UserError 
   );
 }
 
-/** Lexical checks: relative, `/`-separated, no `..`, and shaped like a memory file path. */
+/** Longest file or folder name in a memory path, in UTF-8 bytes. */
+const MAX_SEGMENT_BYTES = 200;
+
+/** Lexical checks: relative, `/`-separated, no `..`, shaped like a memory file path, names of at most 200 bytes. */
 export function normalizeMemoryPath(requested: string): string {
   if (requested.includes("\\")) throw refusePath(requested, "use / as the separator");
   if (requested.includes("\0") || path.posix.isAbsolute(requested) || path.win32.isAbsolute(requested)) {
@@ -118,6 +121,9 @@ export function normalizeMemoryPath(requested: string): string {
 }
 
 /** Creates the store. Writes within this process are serialized per file. */
+  // File systems cap a name at 255 bytes; backups and temp files add ~30 to it.
+  if (normalized.split("/").some((segment) => Buffer.byteLength(segment) > MAX_SEGMENT_BYTES))
+    throw refusePath(`${requested.slice(0, 60)}…`, `a name in it is longer than ${MAX_SEGMENT_BYTES} bytes`);
 export function createMemoryFileStore(options: MemoryFileStoreOptions): MemoryFileStore {
   const workspace = path.resolve(options.workspace);
   const logger = (options.logger ?? silentLogger).child({ component: "memory-file-store" });
