@@ -63,7 +63,8 @@ async function ask(
     "POST",
     "/v1/chat/completions",
     { model: "almanac", stream: true, messages: [{ role: "user", content: text }] },
-    { "x-almanac-session": session },
+    // Percent-encoded UTF-8, so a session named in any script (or with "%") reaches the server as typed.
+    { "x-almanac-session": encodeURIComponent(session) },
   );
   const { stdout, stderr } = context.io;
   let wroteText = false;

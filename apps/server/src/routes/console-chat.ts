@@ -2,11 +2,13 @@ import { randomUUID } from "node:crypto";
 import { formatSessionKey, type InboundMessage, UserError } from "@almanac/core";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import { checkSessionName, encodeSessionHeader, SESSION_HEADER } from "../http/session-name.js";
 import { abortWhenClientLeaves, createLazyEventStream } from "../http/sse.js";
 import type { SessionManager } from "../runtime/session-manager.js";
 
 const consoleChatBody = z.object({
-  conversation: z.string().trim().min(1, "conversation must not be empty").max(200),
+  // Any name, used exactly as given (the console's own key mirrors it); checked by checkSessionName.
+  conversation: z.string(),
   message: z.string(),
 });
 
@@ -41,7 +43,8 @@ export function registerConsoleChat(app: FastifyInstance, sessions: SessionManag
           "request.invalid",
           `Body must be {conversation, message}: ${z.prettifyError(parsed.error)}`,
         );
-      const { conversation, message } = parsed.data;
+      const { message } = parsed.data;
+      const conversation = checkSessionName(parsed.data.conversation, "conversation");
       const sessionKey = consoleSessionKey(conversation);
       const inbound: InboundMessage = {
         sessionKey,
@@ -56,7 +59,7 @@ export function registerConsoleChat(app: FastifyInstance, sessions: SessionManag
       };
       // The browser navigating away closes the response before it finished: that stops the turn.
       const signal = abortWhenClientLeaves(reply);
-      const stream = createLazyEventStream(reply, { "x-almanac-session": sessionKey });
+      const stream = createLazyEventStream(reply, { [SESSION_HEADER]: encodeSessionHeader(sessionKey) });
       const send = (event: ConsoleChatEvent) => stream.send(event);
       try {
         const result = await sessions.handle({

@@ -3,11 +3,18 @@ import {
   formatSessionKey,
   type ImageBlock,
   type InboundMessage,
+  isAlmanacError,
   openAIChatMessageSchema,
   UserError,
 } from "@almanac/core";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import {
+  checkSessionName,
+  decodeSessionHeader,
+  encodeSessionHeader,
+  SESSION_HEADER,
+} from "../http/session-name.js";
 import { abortWhenClientLeaves, createLazyEventStream } from "../http/sse.js";
 import type { SessionManager } from "../runtime/session-manager.js";
 
@@ -15,16 +22,34 @@ const chatBodySchema = z.object({
   model: z.string().optional(),
   messages: z.array(z.unknown()).min(1, "messages must hold at least one message"),
   stream: z.boolean().optional(),
-  user: z.string().max(256).optional(),
+  // Length is checked in characters by checkSessionName, the same rule as for the header.
+  user: z.string().optional(),
 });
 
 /** The model id Almanac presents to OpenAI clients: the assistant, not the upstream model. */
 export const ALMANAC_MODEL_ID = "almanac";
 
+/** The conversation name: the `X-Almanac-Session` header (percent-encoded UTF-8), else `user`, else `default`. */
 function conversationIdFor(header: string | string[] | undefined, user: string | undefined): string {
-  const id = (Array.isArray(header) ? header[0] : header) ?? user ?? "default";
-  if (id.trim() === "") throw new UserError("request.invalid", "X-Almanac-Session must not be empty.");
-  return id;
+  const raw = Array.isArray(header) ? header[0] : header;
+  if (raw !== undefined) return checkSessionName(decodeSessionHeader(raw), "X-Almanac-Session");
+  if (user !== undefined) return checkSessionName(user, "user");
+  return "default";
+}
+
+/** The error event that ends a stream which failed after it began: the API's error shape, then `[DONE]`. */
+function streamErrorBody(error: unknown): { error: { message: string; type: string; code: string } } {
+  if (isAlmanacError(error) && error.category !== "internal") {
+    const type = error.category === "user" ? "invalid_request_error" : "server_error";
+    return { error: { message: error.message, type, code: error.code } };
+  }
+  return {
+    error: {
+      message: "The assistant failed while answering; see the server log.",
+      type: "server_error",
+      code: "turn.failed",
+    },
+  };
 }
 
 /** Takes the newest user message as the turn's input; earlier messages are the session's business. */
@@ -95,10 +120,12 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
       const model = body.model ?? ALMANAC_MODEL_ID;
       // The response's close fires when the client goes away before we finished: that stops the turn.
       const signal = abortWhenClientLeaves(reply);
+      // Every header is computed before the turn runs: nothing header-related can fail after the model answered.
+      const sessionHeader = encodeSessionHeader(sessionKey);
 
       if (!body.stream) {
+        reply.header(SESSION_HEADER, sessionHeader);
         const result = await sessions.handle({ inbound, signal });
-        reply.header("x-almanac-session", sessionKey);
         return {
           id,
           object: "chat.completion",
@@ -121,7 +148,7 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
       }
 
       // Streaming: headers go out only with the first delta, so errors before it still get a proper status.
-      const stream = createLazyEventStream(reply, { "x-almanac-session": sessionKey });
+      const stream = createLazyEventStream(reply, { [SESSION_HEADER]: sessionHeader });
       const write = (data: unknown) => stream.send(data);
       const chunk = (delta: Record<string, unknown>, finishReason: string | null) => ({
         id,
@@ -152,12 +179,9 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
         stream.end();
       } catch (error) {
         if (!stream.started) throw error;
-        const message =
-          error instanceof UserError
-            ? error.message
-            : "The assistant failed while answering; see the server log.";
         request.log.error({ err: error }, "streamed turn failed");
-        stream.send({ error: { message, type: "server_error", code: "turn.failed" } });
+        stream.send(streamErrorBody(error));
+        stream.sendRaw("[DONE]");
         stream.end();
       }
       return reply;
