@@ -29,6 +29,7 @@ const NAMES: ReadonlyArray<readonly [string, string]> = [
   ["256 characters, the limit", `长${"名".repeat(254)}🎉`],
   ["percent signs and colons", "50%:off %3A"],
   ["surrounding spaces", "  spaced  "],
+  ["URL syntax", "a/b/../c?d=1&e#f+g"],
 ];
 
 let running: TestServer;
@@ -255,5 +256,24 @@ describe("session names in the console chat", () => {
       headers: { authorization: `Bearer ${TEST_TOKEN}` },
     });
     expect(detail.status).toBe(200);
+  });
+  it("ends a console stream that fails after it began with an error event naming the cause", async () => {
+    running.llm.enqueue(
+      script.toolCalls([{ name: "no_such_tool", arguments: {} }], { text: "Looking." }),
+      script.error(500),
+    );
+    const response = await running.api("/api/console/chat", {
+      method: "POST",
+      body: JSON.stringify({ conversation: "张三 console fails", message: "q" }),
+    });
+    expect(response.status).toBe(200);
+    const events = (await readEvents(response)).map((data) => JSON.parse(data) as Record<string, unknown>);
+    expect(
+      events
+        .filter((event) => event.type === "delta")
+        .map((event) => event.text)
+        .join(""),
+    ).toBe("Looking.");
+    expect(events.at(-1)).toMatchObject({ type: "error", code: "llm.server" });
   });
 });

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { formatSessionKey, type InboundMessage, UserError } from "@almanac/core";
+import { formatSessionKey, type InboundMessage, isAlmanacError, UserError } from "@almanac/core";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { checkSessionName, encodeSessionHeader, SESSION_HEADER } from "../http/session-name.js";
@@ -73,11 +73,10 @@ export function registerConsoleChat(app: FastifyInstance, sessions: SessionManag
       } catch (error) {
         if (!stream.started) throw error;
         request.log.error({ err: error }, "console turn failed");
-        const message =
-          error instanceof UserError
-            ? error.message
-            : "The assistant failed while answering; see the server log.";
-        const code = error instanceof UserError ? error.code : "turn.failed";
+        // Provider and user errors say what happened (as their JSON error would); internal ones stay in the log.
+        const known = isAlmanacError(error) && error.category !== "internal";
+        const message = known ? error.message : "The assistant failed while answering; see the server log.";
+        const code = known ? error.code : "turn.failed";
         stream.send({ type: "error", message, code });
         stream.end();
       }
