@@ -112,6 +112,7 @@ function ServerInfo() {
   const info = useLoad(async () => asRecord(await api("/api/info")), "info");
   const data = info.data;
   const model = asRecord(data?.model);
+  const storage = asRecord(data?.storage);
   return html`
     <div class="card">
       <h2>Server and model</h2>
@@ -125,6 +126,8 @@ function ServerInfo() {
               <dt>Model</dt>
               <dd>${model.configured === true ? str(model.name) : html`<span class="state error">not configured</span> set ${asArray(model.missing).map(String).join(", ")}`}</dd>
               <dt>Token counter</dt><dd>${str(data.tokenCounter)}</dd>
+              <dt>Storage</dt>
+              <dd>${storage.ok === false ? html`<span class="state error">${str(storage.code)}</span> since ${str(storage.since)}: ${str(storage.hint)}` : "writable"}</dd>
             </dl>
             <details>
               <summary>Configuration (secrets shown as ***)</summary>
