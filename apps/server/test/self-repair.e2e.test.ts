@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { script, startScriptedLlm } from "@almanac/testkit";
+import { type RecordedChatRequest, script, startScriptedLlm } from "@almanac/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { startTestServer, TEST_MODEL_KEY, type TestServer } from "./test-server.js";
@@ -96,6 +96,77 @@ describe("a damaged memory index", () => {
       expect(after.note ?? "").not.toMatch(/rebuilt/u);
       expect(server.logs.join("")).toMatch(/the memory index is damaged; moved it aside/u);
       expect((await readdir(join(home, "state"))).filter((name) => name.includes("corrupt"))).toHaveLength(1);
+    } finally {
+      await llm.close();
+    }
+  });
+});
+
+/** The text of the user messages a chat request showed the model. */
+function userTexts(request: RecordedChatRequest | undefined): string[] {
+  return (request?.messages ?? [])
+    .filter((message) => message.role === "user")
+    .map((message) =>
+      typeof message.content === "string" ? message.content : JSON.stringify(message.content),
+    );
+}
+
+describe("a damaged session snapshot", () => {
+  it("is rebuilt from the transcript on restart, so the conversation goes on with its whole history", async () => {
+    home = await mkdtemp(join(tmpdir(), "almanac-session-repair-"));
+    const llm = await startScriptedLlm({ apiKey: TEST_MODEL_KEY });
+    llm.setFallback(() => script.text("Noted."));
+    const damages: Array<[string, (file: string) => Promise<void>]> = [
+      ["truncated", async (file) => truncate(file, Math.floor((await readFile(file)).length / 2))],
+      ["zero bytes", (file) => writeFile(file, "")],
+      ["random bytes", (file) => writeFile(file, randomBytes(256))],
+      [
+        "working memory of the wrong shape",
+        async (file) => {
+          const snapshot = z
+            .object({})
+            .loose()
+            .parse(JSON.parse(await readFile(file, "utf8")));
+          await writeFile(file, JSON.stringify({ ...snapshot, memory: { version: 1, messages: 42 } }));
+        },
+      ],
+      ["deleted", (file) => rm(file)],
+    ];
+    const said: string[] = [];
+    const chat = async (server: TestServer, text: string): Promise<void> => {
+      said.push(text);
+      const reply = await server.client.chat.completions.create({
+        model: "almanac",
+        user: "repair-me",
+        messages: [{ role: "user", content: text }],
+      });
+      expect(reply.choices[0]?.message.content).toBe("Noted.");
+      // What the model was shown on this turn: every user message of the conversation so far.
+      expect(userTexts(llm.chatRequests().at(-1))).toEqual(said);
+    };
+    try {
+      running = await startTestServer({ home, llm });
+      await chat(running, "My locker code is 4471.");
+      for (const [name, damage] of damages) {
+        await running.close();
+        running = undefined;
+        const sessions = join(home, "sessions");
+        const [snapshot] = (await readdir(sessions)).filter((entry) => entry.endsWith(".json"));
+        await damage(join(sessions, snapshot ?? "missing.json"));
+        running = await startTestServer({ home, llm });
+        await chat(running, `After the snapshot was ${name}: what is my locker code?`);
+      }
+      const listed = z
+        .object({ sessions: z.array(z.object({ key: z.string() }).loose()) })
+        .loose()
+        .parse(await (await running.api("/api/sessions")).json());
+      expect(listed.sessions).toHaveLength(1);
+      const key = listed.sessions[0]?.key ?? "";
+      const detail = z
+        .object({ messages: z.array(z.unknown()) })
+        .loose()
+        .parse(await (await running.api(`/api/sessions/${encodeURIComponent(key)}`)).json());
+      expect(detail.messages).toHaveLength(said.length * 2);
     } finally {
       await llm.close();
     }

@@ -1,4 +1,5 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { appendFile, mkdtemp, readdir, readFile, rm, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -7,6 +8,7 @@ import {
   type ChatResponse,
   createMessage,
   type InboundMessage,
+  sessionKeyToFileStem,
 } from "@almanac/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestSessionManager } from "../testing/test-session-manager.js";
@@ -107,5 +109,79 @@ describe("SessionManager", () => {
     manager = createManager();
     const reply = await manager.handle({ inbound: inbound("c", "still there?") });
     expect(reply.text).toBe("seen 2");
+  });
+});
+
+/** Ways a snapshot file gets lost or damaged (a crash, a full disk, a careless hand, another tool). */
+const damages: ReadonlyArray<[string, (file: string) => Promise<void>]> = [
+  ["truncated", async (file) => truncate(file, Math.floor((await readFile(file)).length / 2))],
+  ["zero bytes", (file) => writeFile(file, "")],
+  ["random bytes", (file) => writeFile(file, randomBytes(512))],
+  ["valid JSON of the wrong shape", (file) => writeFile(file, JSON.stringify({ hello: ["world"] }))],
+  [
+    "a valid envelope whose working memory has the wrong shape",
+    async (file) => {
+      const snapshot: unknown = JSON.parse(await readFile(file, "utf8"));
+      await writeFile(file, JSON.stringify({ ...(snapshot as object), memory: { messages: "none" } }));
+    },
+  ],
+  [
+    "another session's snapshot",
+    async (file) => {
+      const snapshot: unknown = JSON.parse(await readFile(file, "utf8"));
+      await writeFile(file, JSON.stringify({ ...(snapshot as object), key: "api:default:api:other" }));
+    },
+  ],
+  ["deleted, with the transcript still there", (file) => rm(file)],
+];
+
+describe("a session whose snapshot is lost or damaged", () => {
+  const key = "api:default:api:h";
+  const snapshotFile = () => join(dir, `${sessionKeyToFileStem(key)}.json`);
+
+  it.each(damages)("is rebuilt from its transcript when the snapshot is %s", async (_name, damage) => {
+    const startedAt = now;
+    await manager.handle({ inbound: inbound("h", "one") });
+    now += 1_000;
+    await manager.handle({ inbound: inbound("h", "two") });
+    manager.close();
+    await damage(snapshotFile());
+    manager = createManager();
+
+    // The admin API sees the whole history, with the stats the transcript tells.
+    const detail = await manager.get(key);
+    expect(detail?.messages.map((message) => message.content)).toEqual([
+      [{ type: "text", text: "one" }],
+      [{ type: "text", text: "seen 1" }],
+      [{ type: "text", text: "two" }],
+      [{ type: "text", text: "seen 2" }],
+    ]);
+    expect(detail?.stats).toMatchObject({ turns: 2, channel: "api", messageCount: 4 });
+    expect((await manager.list()).map((summary) => [summary.key, summary.createdAt])).toEqual([
+      [key, startedAt],
+    ]);
+    // The conversation goes on with all of it: the model is shown both earlier user messages.
+    now += 1_000;
+    expect((await manager.handle({ inbound: inbound("h", "three") })).text).toBe("seen 3");
+    // The damaged file was kept for a person to look at, never overwritten.
+    const kept = (await readdir(dir)).filter((name) => name.includes(".corrupt-"));
+    expect(kept).toHaveLength(_name.startsWith("deleted") ? 0 : 1);
+  });
+
+  it("keeps every readable transcript line when a line in the middle is garbage and the last one is torn", async () => {
+    await manager.handle({ inbound: inbound("h", "one") });
+    await appendFile(join(dir, `${sessionKeyToFileStem(key)}.jsonl`), "\u0000\u0000garbage{\n");
+    await manager.handle({ inbound: inbound("h", "two") });
+    await appendFile(join(dir, `${sessionKeyToFileStem(key)}.jsonl`), '{"key":"api:default:api:h","mess');
+    manager.close();
+    await writeFile(snapshotFile(), "{");
+    manager = createManager();
+    expect((await manager.handle({ inbound: inbound("h", "three") })).text).toBe("seen 3");
+    expect((await manager.get(key))?.messages).toHaveLength(6);
+  });
+
+  it("is not invented for a key that never had a transcript", async () => {
+    expect(await manager.get("api:default:api:nobody")).toBeUndefined();
+    expect(await manager.list()).toEqual([]);
   });
 });

@@ -1,6 +1,7 @@
 import { buildPrompt, WorkingMemory } from "@almanac/agent";
 import {
   createMessage,
+  describeError,
   type Logger,
   type Message,
   messageText,
@@ -11,8 +12,9 @@ import {
   type Usage,
   UserError,
 } from "@almanac/core";
-import type { SessionStats } from "../sessions/session-snapshot.js";
-import type { SessionSummary } from "../sessions/session-store.js";
+import type { SessionSnapshot, SessionStats } from "../sessions/session-snapshot.js";
+import type { LoadResult, SessionSummary } from "../sessions/session-store.js";
+import { transcriptFacts } from "../sessions/transcript-facts.js";
 import type { AgentRuntime } from "./agent-runtime.js";
 import { type ChatCommand, HELP_TEXT, parseCommand } from "./commands.js";
 import { historyReport, statusReport } from "./session-reports.js";
@@ -40,6 +42,16 @@ interface LoadedSession {
   /** Ids of messages a failed write (full disk) kept out of the transcript; the next turn appends them first. */
   untranscribed?: ReadonlySet<string>;
 }
+
+/** A stored snapshot whose working memory could be restored. */
+interface UsableSnapshot {
+  readonly status: "ok";
+  readonly snapshot: SessionSnapshot;
+  readonly memory: WorkingMemory;
+}
+
+/** No snapshot, or one that was moved aside as unusable. */
+type UnusableSnapshot = Exclude<LoadResult, { status: "ok" }>;
 
 function sumUsage(usage: readonly Usage[]): TurnResult["usage"] {
   let promptTokens = 0;
@@ -321,54 +333,105 @@ export class SessionManager {
     return session;
   }
 
+  async #hasTranscript(key: string): Promise<boolean> {
+    for await (const _message of this.#options.store.readTranscript(key)) return true;
+    return false;
+  }
+
   async #transcript(key: string): Promise<Message[]> {
     const messages: Message[] = [];
     for await (const message of this.#options.store.readTranscript(key)) messages.push(message);
     return messages;
   }
 
+  /** Reads the snapshot; one whose working memory cannot be restored is moved aside like a corrupt one. */
+  async #readSnapshot(key: string): Promise<UnusableSnapshot | UsableSnapshot> {
+    const result = await this.#options.store.load(key);
+    if (result.status !== "ok") return result;
+    try {
+      return {
+        status: "ok",
+        snapshot: result.snapshot,
+        memory: WorkingMemory.fromJSON(result.snapshot.memory),
+      };
+    } catch (error) {
+      return this.#options.store.moveAside(key, `its working memory is unusable (${describeError(error)})`);
+    }
+  }
+
   async #load(key: string, channel: string | undefined): Promise<LoadedSession> {
     const now = this.#clock();
     const systemPrompt = await this.#systemPromptFor(key);
-    const result = await this.#options.store.load(key);
-    if (result.status === "missing") {
-      return {
-        key,
-        createdAt: now,
-        systemPrompt,
-        memory: new WorkingMemory(),
-        stats: { turns: 0, compactions: 0, lastActivity: now, ...(channel === undefined ? {} : { channel }) },
-        lastUsed: now,
-      };
-    }
-    if (result.status === "corrupt") {
-      this.#logger.warn(
-        { sessionKey: key, reason: result.reason, movedTo: result.movedTo },
-        "rebuilding session from its transcript",
-      );
-      const messages = repairToolPairs(await this.#transcript(key));
-      const session: LoadedSession = {
-        key,
-        createdAt: now,
-        systemPrompt,
-        memory: new WorkingMemory({ messages }),
-        stats: { turns: 0, compactions: 0, lastActivity: now, ...(channel === undefined ? {} : { channel }) },
-        lastUsed: now,
-      };
-      await this.#save(session, {});
-      return session;
-    }
-    const { snapshot } = result;
+    const result = await this.#readSnapshot(key);
+    if (result.status !== "ok") return this.#rebuild(key, channel, systemPrompt, result);
+    const { snapshot, memory } = result;
     const session: LoadedSession = {
       key,
       createdAt: snapshot.createdAt,
       systemPrompt,
-      memory: WorkingMemory.fromJSON(snapshot.memory),
+      memory,
       stats: snapshot.stats,
       lastUsed: now,
     };
     if (snapshot.stats.openTurn !== undefined)
       await this.#reconcile(session, snapshot.stats.openTurn.inputId);
+    return session;
+  }
+
+  /**
+   * A session without a usable snapshot: rebuilt from its transcript (the source of truth) when there is
+   * one, with the stats the transcript tells (turns, first and last activity), and saved; else a new session.
+   */
+  async #rebuild(
+    key: string,
+    channel: string | undefined,
+    systemPrompt: string,
+    result: UnusableSnapshot,
+  ): Promise<LoadedSession> {
+    const now = this.#clock();
+    const messages = repairToolPairs(await this.#transcript(key));
+    const facts = transcriptFacts(messages);
+    const stats = (turns: number, lastActivity: number): SessionStats => ({
+      turns,
+      compactions: 0,
+      lastActivity,
+      channel: channel ?? parseSessionKey(key).channel,
+    });
+    if (facts === undefined) {
+      if (result.status === "corrupt")
+        this.#logger.warn(
+          { sessionKey: key, reason: result.reason, movedTo: result.movedTo },
+          "session snapshot was unusable and there is no transcript to rebuild it from; starting it empty",
+        );
+      return {
+        key,
+        createdAt: now,
+        systemPrompt,
+        memory: new WorkingMemory(),
+        stats: stats(0, now),
+        lastUsed: now,
+      };
+    }
+    this.#logger.warn(
+      {
+        sessionKey: key,
+        ...(result.status === "corrupt"
+          ? { reason: result.reason, movedTo: result.movedTo }
+          : { reason: "the snapshot is missing" }),
+        messages: messages.length,
+        turns: facts.turns,
+      },
+      "rebuilding session from its transcript",
+    );
+    const session: LoadedSession = {
+      key,
+      createdAt: facts.createdAt,
+      systemPrompt,
+      memory: new WorkingMemory({ messages }),
+      stats: stats(facts.turns, facts.lastActivity),
+      lastUsed: now,
+    };
+    await this.#save(session, {});
     return session;
   }
 
@@ -414,22 +477,30 @@ export class SessionManager {
     return this.#options.store.list();
   }
 
-  /** One session's full state, or undefined when it does not exist. */
+  /**
+   * One session's full state, or undefined when it does not exist. A session whose snapshot is missing or
+   * unusable but whose transcript exists is rebuilt from the transcript (and loaded) first.
+   */
   async get(key: string): Promise<SessionDetail | undefined> {
     parseSessionKey(key);
     let session = this.#sessions.get(key);
-    const loaded = session !== undefined;
+    let loaded = session !== undefined;
     if (!session) {
-      const result = await this.#options.store.load(key);
-      if (result.status !== "ok") return undefined;
-      session = {
-        key,
-        createdAt: result.snapshot.createdAt,
-        systemPrompt: await this.#systemPromptFor(key),
-        memory: WorkingMemory.fromJSON(result.snapshot.memory),
-        stats: result.snapshot.stats,
-        lastUsed: this.#clock(),
-      };
+      const result = await this.#readSnapshot(key);
+      if (result.status === "ok") {
+        session = {
+          key,
+          createdAt: result.snapshot.createdAt,
+          systemPrompt: await this.#systemPromptFor(key),
+          memory: result.memory,
+          stats: result.snapshot.stats,
+          lastUsed: this.#clock(),
+        };
+      } else {
+        if (!(await this.#hasTranscript(key))) return undefined;
+        session = await this.#acquire(key, undefined);
+        loaded = true;
+      }
     }
     return {
       key,

@@ -270,7 +270,7 @@ describe("transcripts", () => {
 });
 
 describe("listing, archiving and deleting", () => {
-  it("lists every readable session, most recent first, and warns about unreadable ones", async () => {
+  it("lists every session, most recent first, one with only a transcript from the transcript, and warns about unreadable ones", async () => {
     await store.save(snapshotFor("web:main:dm:a", { updatedAt: 10 }));
     await store.save(snapshotFor("web:main:dm:b", { updatedAt: 30 }));
     await store.save(snapshotFor("web:main:dm:c", { updatedAt: 20 }));
@@ -281,15 +281,21 @@ describe("listing, archiving and deleting", () => {
       JSON.stringify(snapshotFor(KEY)),
     );
     await store.appendTranscript("web:main:dm:e", [
-      createMessage({ role: "user", content: "only a transcript" }),
+      createMessage({ role: "user", content: "only a transcript", timestamp: 22 }),
+      createMessage({ role: "assistant", content: "still listed", timestamp: 25 }),
     ]);
 
     const listed = await store.list();
     expect(listed.map((summary) => [summary.key, summary.updatedAt])).toEqual([
       ["web:main:dm:b", 30],
+      ["web:main:dm:e", 25],
       ["web:main:dm:c", 20],
       ["web:main:dm:a", 10],
     ]);
+    expect(listed[1]).toMatchObject({
+      createdAt: 22,
+      stats: { turns: 1, compactions: 0, lastActivity: 25, channel: "web", messageCount: 2 },
+    });
     expect(listed[0]).toEqual({
       key: "web:main:dm:b",
       stem: sessionKeyToFileStem("web:main:dm:b"),

@@ -6,6 +6,7 @@ import {
   type Logger,
   type Message,
   messageSchema,
+  parseSessionKey,
   sessionKeyToFileStem,
   silentLogger,
 } from "@almanac/core";
@@ -19,6 +20,7 @@ import {
   sessionSnapshotSchema,
   transcriptLineSchema,
 } from "./session-snapshot.js";
+import { transcriptFacts } from "./transcript-facts.js";
 
 /** Options of {@link createSessionStore}. */
 export interface SessionStoreOptions {
@@ -57,6 +59,11 @@ export interface SessionStore {
   save(snapshot: SessionSnapshot): Promise<void>;
   /** Reads the key's snapshot; a corrupt one is moved to `<stem>.json.corrupt-<time>` and reported. */
   load(key: string): Promise<LoadResult>;
+  /**
+   * Moves the key's snapshot aside as {@link load} does with a corrupt one, for a caller that found its
+   * content unusable (e.g. working memory of the wrong shape); "missing" when there is none.
+   */
+  moveAside(key: string, reason: string): Promise<Exclude<LoadResult, { status: "ok" }>>;
   /** Appends messages to the key's transcript and fsyncs before resolving. */
   appendTranscript(key: string, messages: readonly Message[]): Promise<void>;
   /**
@@ -64,7 +71,10 @@ export interface SessionStore {
    * Unreadable lines (such as a final line torn by a crash mid-append) are skipped with a warning.
    */
   readTranscript(key: string): AsyncIterable<Message>;
-  /** Every session with a readable snapshot, most recently updated first; unreadable ones are skipped with a warning. */
+  /**
+   * Every session, most recently updated first. A session whose snapshot is missing or unreadable is listed
+   * from its transcript (the source of truth); an unreadable snapshot without a transcript is skipped with a warning.
+   */
   list(): Promise<SessionSummary[]>;
   /** Moves the key's snapshot and transcript to `<dir>/archive/<stem>-<time>.json[l]` (for a reset); returns the new paths. */
   archive(key: string): Promise<string[]>;
@@ -109,7 +119,11 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
   const snapshotPath = (stem: string): string => join(dir, `${stem}.json`);
   const transcriptPath = (stem: string): string => join(dir, `${stem}.jsonl`);
 
-  async function moveAside(stem: string, reason: string, key: string): Promise<LoadResult> {
+  async function moveAside(
+    stem: string,
+    reason: string,
+    key: string,
+  ): Promise<Exclude<LoadResult, { status: "ok" }>> {
     const stamp = fileTimestamp(clock.now());
     const [movedTo = ""] = await firstFreePaths((suffix) => [
       `${snapshotPath(stem)}.corrupt-${stamp}${suffix}`,
@@ -141,6 +155,13 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
         if (typeof parsed === "string") return moveAside(stem, parsed, key);
         if (parsed.key !== key) return moveAside(stem, `it belongs to session ${parsed.key}`, key);
         return { status: "ok", snapshot: parsed };
+      });
+    },
+
+    moveAside(key, reason) {
+      return withKey(key, async (stem) => {
+        if (!(await pathExists(snapshotPath(stem)))) return { status: "missing" } as const;
+        return moveAside(stem, reason, key);
       });
     },
 
@@ -206,13 +227,24 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
 
     async list() {
       await prepare();
-      const names = (await readdir(dir)).filter((name) => !name.startsWith(".") && name.endsWith(".json"));
+      const entries = (await readdir(dir)).filter((name) => !name.startsWith("."));
+      const names = entries.filter((name) => name.endsWith(".json"));
       const summaries: SessionSummary[] = [];
       for (let start = 0; start < names.length; start += LIST_BATCH_SIZE) {
         const batch = names.slice(start, start + LIST_BATCH_SIZE);
         for (const summary of await Promise.all(batch.map(readSummary))) {
           if (summary !== undefined) summaries.push(summary);
         }
+      }
+      // Transcripts whose snapshot is missing or unreadable: the session is still there (rebuilt on next use).
+      const listed = new Set(summaries.map((summary) => summary.stem));
+      const orphans = entries
+        .filter((name) => name.endsWith(".jsonl"))
+        .map((name) => name.slice(0, -".jsonl".length))
+        .filter((stem) => !listed.has(stem));
+      for (const stem of orphans) {
+        const summary = await summaryFromTranscript(stem);
+        if (summary !== undefined) summaries.push(summary);
       }
       return summaries.sort(
         (a, b) => b.updatedAt - a.updatedAt || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
@@ -285,6 +317,48 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
     }
     const { key, createdAt, updatedAt, stats } = parsed;
     return { key, stem, createdAt, updatedAt, stats };
+  }
+
+  /** A session listed from its transcript alone (the key comes from the transcript's own lines). */
+  async function summaryFromTranscript(stem: string): Promise<SessionSummary | undefined> {
+    const key = await transcriptKey(transcriptPath(stem));
+    if (key === undefined || safeStem(key) !== stem) return undefined;
+    const messages: Message[] = [];
+    for await (const message of readTranscriptLines(key)) messages.push(message);
+    const facts = transcriptFacts(messages);
+    if (facts === undefined) return undefined;
+    const { createdAt, lastActivity, turns, messageCount } = facts;
+    return {
+      key,
+      stem,
+      createdAt,
+      updatedAt: lastActivity,
+      stats: { turns, compactions: 0, lastActivity, channel: parseSessionKey(key).channel, messageCount },
+    };
+  }
+
+  /** The session key of the first readable line of a transcript file. */
+  async function transcriptKey(path: string): Promise<string | undefined> {
+    let handle: Awaited<ReturnType<typeof open>>;
+    try {
+      handle = await open(path, "r");
+    } catch (error) {
+      if (isErrnoCode(error, "ENOENT")) return undefined;
+      throw error;
+    }
+    const stream = handle.createReadStream({ autoClose: false });
+    const lines = createInterface({ input: stream, crlfDelay: Infinity });
+    try {
+      for await (const text of lines) {
+        const checked = transcriptLineSchema.safeParse(parseJson(text));
+        if (checked.success) return checked.data.key;
+      }
+      return undefined;
+    } finally {
+      lines.close();
+      stream.destroy();
+      await handle.close();
+    }
   }
 
   async function* readTranscriptLines(key: string): AsyncGenerator<Message> {
