@@ -13,9 +13,11 @@ import {
   createSqliteIndex,
   createSummarizer,
   createSummaryQueue,
+  isMemoryFilePath as isStoreMemoryFilePath,
   type MemoryFileStore,
   type MemoryIndexBackend,
   type MemoryIndexer,
+  type MemoryScope,
   type MemorySearch,
   type SqliteIndexOptions,
   type SummaryQueue,
@@ -23,6 +25,7 @@ import {
 } from "@almanac/memory";
 import writeFileAtomic from "write-file-atomic";
 import type { AlmanacConfig } from "./config/config-schema.js";
+import { resolveMemoryScope } from "./memory-scope.js";
 
 /** Long-term memory as the server uses it: the Markdown files and the summarizer queue. */
 export interface MemoryServices {
@@ -33,14 +36,19 @@ export interface MemoryServices {
   readonly workspace: string;
   readonly search: MemorySearch;
   readonly indexer: MemoryIndexer;
-  /** `memory_search` and `memory_get` for the chat agent. */
-  readonly tools: readonly Tool[];
+  /** Whose memory a session reaches (see `resolveMemoryScope`, the one place it is decided). */
+  scopeOf(sessionKey: string): MemoryScope;
+  /** `memory_search` and `memory_get` for the chat agent, confined to a scope. */
+  toolsFor(scope: MemoryScope): Tool[];
   /** The index's state for the admin API: counts, last sync, embedding mode, a running sync's progress. */
   indexStatus(): Promise<Record<string, unknown>>;
   /** Starts a full rebuild in the background; false when one is already running. */
   startReindex(): boolean;
-  /** The bounded excerpt of MEMORY.md and recent daily logs for a session's system prompt. */
-  memoryContext(): Promise<string>;
+  /**
+   * The bounded excerpt for a session's system prompt: MEMORY.md and the recent daily logs for the owner,
+   * only the chat's own recent logs for a shared scope.
+   */
+  memoryContext(scope: MemoryScope): Promise<string>;
   /** Journals a conversation's messages for the daily logs (no-op without a model). */
   enqueue(
     sessionKey: string,
@@ -70,9 +78,9 @@ type IndexRepairStatus = Parameters<NonNullable<SqliteIndexOptions["onRepair"]>>
   readonly rebuiltAt?: number;
 };
 
-/** True for the files the memory store guards: `MEMORY.md` and Markdown under `memory/`. */
+/** True for the files the memory store guards: `MEMORY.md`, Markdown under `memory/`, shared chats' logs. */
 export function isMemoryFilePath(shown: string): boolean {
-  return shown === "MEMORY.md" || (shown.startsWith("memory/") && shown.endsWith(".md"));
+  return isStoreMemoryFilePath(shown);
 }
 
 /** Creates the memory file store and, when a model is available, starts the summarizer queue. */
@@ -166,6 +174,7 @@ export async function createMemoryServices(options: {
       timeZone,
       tokenCounter,
       logger,
+      scopeOf: (sessionKey) => resolveMemoryScope(sessionKey, config),
     });
     queue = createSummaryQueue({ stateDir, run, logger, maxAttempts: config.memory.summarizerMaxAttempts });
     await queue.start();
@@ -177,7 +186,8 @@ export async function createMemoryServices(options: {
     workspace,
     search,
     indexer,
-    tools: createMemoryTools({ search, workspace }),
+    scopeOf: (sessionKey) => resolveMemoryScope(sessionKey, config),
+    toolsFor: (scope) => createMemoryTools({ search, workspace, scope }),
     async indexStatus() {
       const status = await indexer.status();
       return {
@@ -199,8 +209,9 @@ export async function createMemoryServices(options: {
       void track("reindex", (onProgress) => indexer.reindex({ onProgress }));
       return true;
     },
-    memoryContext: () =>
+    memoryContext: (scope) =>
       buildMemoryContext({
+        scope,
         store,
         timeZone,
         now: Date.now(),

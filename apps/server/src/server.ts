@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { createToolkit, createWorkspaceFileTools } from "@almanac/agent";
 import { createTokenCounter, UserError } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
-import { MEMORY_GUIDE } from "@almanac/memory";
+import { memoryGuideFor } from "@almanac/memory";
 import type { FastifyInstance } from "fastify";
 import type pino from "pino";
 import { buildApp } from "./app.js";
@@ -116,10 +116,13 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
       config,
       model,
       compactionModel: config.compaction.model ? modelNamed(config.compaction.model) : model,
-      toolkit: () => {
+      scopeOf: (sessionKey) => memory.scopeOf(sessionKey),
+      toolkit: (scope) => {
+        // A shared chat gets only the memory tools over its own log: no file tool reaches the owner's workspace.
+        if (scope.kind === "shared") return createToolkit(memory.toolsFor(scope));
         const seen = new Map<string, string>();
         return createToolkit([
-          ...memory.tools,
+          ...memory.toolsFor(scope),
           ...createWorkspaceFileTools({
             root: workspace,
             readText: (target) => memory.readWorkspaceText(target, seen),
@@ -129,7 +132,6 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
       },
       tokenCounter,
       basePrompt,
-      memoryGuide: MEMORY_GUIDE,
       journal: (sessionKey, reason, messages, summary) =>
         memory.enqueue(sessionKey, reason, messages, summary),
       onCompaction: (event) => {
@@ -161,7 +163,11 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     },
     logger,
     lifecycle: {
-      sessionContext: () => memory.memoryContext(),
+      // The memory guide and excerpt of the session's scope: a shared chat never sees the owner's files.
+      sessionContext: async (key) => {
+        const scope = memory.scopeOf(key);
+        return `${memoryGuideFor(scope)}\n\n${await memory.memoryContext(scope)}`;
+      },
       sessionEnded: (key, messages) => memory.enqueue(key, "new-session", messages),
       statusLines: async () => {
         if (!memory.queue) return [];

@@ -56,6 +56,11 @@ function accessSettings(prefix: string, label: string) {
       description: `${label} group ids where the bot answers without being mentioned (overrides ${prefix}_REQUIRE_MENTION).`,
       example: "987654321",
     }),
+    trustedGroups: setting(idList(), {
+      env: `${prefix}_TRUSTED_GROUPS`,
+      description: `${label} group ids trusted with the owner's private memory (MEMORY.md, daily logs, file tools), like a DM from ${prefix}_ALLOW_FROM. Other groups get only their own log (docs/memory-files.md).`,
+      example: "987654321",
+    }),
   };
 }
 

@@ -6,7 +6,12 @@ import {
   type WorkingMemory,
 } from "@almanac/agent";
 import type { ChatModel, Logger, Message, TokenCounter, Usage } from "@almanac/core";
-import { type CompactionEvent, createCompactor, runWithOverflowRecovery } from "@almanac/memory";
+import {
+  type CompactionEvent,
+  createCompactor,
+  type MemoryScope,
+  runWithOverflowRecovery,
+} from "@almanac/memory";
 import type { AlmanacConfig } from "../config/config-schema.js";
 
 /** One turn or command, as the session manager hands it to the runtime. */
@@ -48,11 +53,20 @@ export interface AgentRuntimeOptions {
   readonly config: AlmanacConfig;
   readonly model: ChatModel;
   readonly compactionModel: ChatModel;
-  /** A toolkit for one turn (tools may keep per-turn state, such as the versions of files read). */
-  readonly toolkit: () => Toolkit;
+  /** Whose memory a session reaches, from its key (see `resolveMemoryScope`). */
+  readonly scopeOf: (sessionKey: string) => MemoryScope;
+  /**
+   * A toolkit for one turn in a scope: a shared chat's toolkit has no tool over the owner's private memory.
+   * Built per turn (tools may keep per-turn state, such as the versions of files read).
+   */
+  readonly toolkit: (scope: MemoryScope) => Toolkit;
   readonly tokenCounter: TokenCounter;
   readonly basePrompt: string;
-  readonly memoryGuide: string;
+  /**
+   * Fixed text between the base prompt and the session's memory context. The server leaves it empty: the
+   * memory guide depends on the session's scope, so it comes with the session's memory context.
+   */
+  readonly memoryGuide?: string;
   /** Journals compacted messages for the daily logs; awaited before a compaction commits. */
   readonly journal: (
     sessionKey: string,
@@ -71,7 +85,6 @@ export interface AgentRuntimeOptions {
  */
 export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
   const { config, model, toolkit, tokenCounter, logger } = options;
-  const tools = toolkit().specs();
   const compactorFor = (sessionKey: string, notices: string[]) =>
     createCompactor({
       tokenCounter,
@@ -96,10 +109,14 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
   return {
     modelName: model.modelName,
     systemPrompt: (memoryContext) =>
-      [options.basePrompt, options.memoryGuide, memoryContext].filter((part) => part !== "").join("\n\n"),
+      [options.basePrompt, options.memoryGuide ?? "", memoryContext]
+        .filter((part) => part !== "")
+        .join("\n\n"),
     async runTurn(turn) {
       const notices: string[] = [];
       const compactor = compactorFor(turn.sessionKey, notices);
+      const turnToolkit = toolkit(options.scopeOf(turn.sessionKey));
+      const tools = turnToolkit.specs();
       const hooks = createHookRegistry();
       // Registration order is run order: the transcript sees every message before compaction can shorten it.
       const transcribe = turn.transcribe;
@@ -107,7 +124,7 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
       compactor.attach(hooks);
       const agent: Agent = createAgent({
         model,
-        toolkit: toolkit(),
+        toolkit: turnToolkit,
         hooks,
         systemPrompt: turn.systemPrompt,
         maxIterations: config.agent.maxIterations,
@@ -137,7 +154,7 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
       const notices: string[] = [];
       const result = await compactorFor(turn.sessionKey, notices).compact(turn.memory, {
         systemPrompt: turn.systemPrompt,
-        tools,
+        tools: toolkit(options.scopeOf(turn.sessionKey)).specs(),
         reason: "command",
         ...(turn.focus ? { focus: turn.focus } : {}),
         ...(turn.signal ? { signal: turn.signal } : {}),

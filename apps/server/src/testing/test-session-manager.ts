@@ -1,5 +1,6 @@
 import { createToolkit } from "@almanac/agent";
 import { type ChatModel, createTokenCounter, silentLogger } from "@almanac/core";
+import { OWNER_SCOPE } from "@almanac/memory";
 import { loadConfig } from "../config/load-config.js";
 import { type AgentRuntime, createAgentRuntime } from "../runtime/agent-runtime.js";
 import { SessionManager } from "../runtime/session-manager.js";
@@ -12,6 +13,7 @@ export function createTestRuntime(chatModel: ChatModel, home: string): AgentRunt
     config: loadConfig({ env: {}, cwd: home, dotenv: false }).config,
     model: chatModel,
     compactionModel: chatModel,
+    scopeOf: () => OWNER_SCOPE,
     toolkit: () => createToolkit([]),
     tokenCounter: createTokenCounter(),
     basePrompt: "test",

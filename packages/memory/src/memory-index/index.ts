@@ -12,10 +12,13 @@ export {
 export type { ScoringOptions } from "./hybrid-score.js";
 export {
   isMemoryPath,
+  isPrivateMemoryPath,
+  isSharedMemoryPath,
   listMemoryFiles,
   MEMORY_DIRECTORY,
   MEMORY_FILE,
   memorySource,
+  SHARED_DIRECTORY,
 } from "./memory-files.js";
 export {
   createMemoryIndexer,

@@ -1,4 +1,5 @@
 import { describeError, type Embedder, isAlmanacError, type Logger, silentLogger } from "@almanac/core";
+import type { ScopePathFilter } from "../memory-scope.js";
 import { createEmbeddingGate, type EmbeddingGate, isEmbeddingGate } from "./embedding-gate.js";
 import { type ScoringOptions, scoreHits } from "./hybrid-score.js";
 import { makeSnippet } from "./snippet.js";
@@ -48,6 +49,8 @@ export interface SearchOptions {
   readonly maxResults?: number;
   readonly minScore?: number;
   readonly signal?: AbortSignal;
+  /** Only files passing this filter (the caller's memory scope); default: every indexed file. */
+  readonly paths?: ScopePathFilter;
 }
 
 /** Hybrid search over the memory index. */
@@ -102,20 +105,27 @@ export function createMemorySearch(config: MemorySearchConfig): MemorySearch {
   }
 
   /** Text candidates per the plan (topped up when short), plus vector candidates when there is a vector. */
-  async function candidates(plan: TextQueryPlan, vector: readonly number[] | undefined, limit: number) {
+  async function candidates(
+    plan: TextQueryPlan,
+    vector: readonly number[] | undefined,
+    limit: number,
+    paths: ScopePathFilter | undefined,
+  ) {
+    const within = paths === undefined ? {} : { paths };
     const run = async (withVector: readonly number[] | undefined): Promise<BackendHit[]> => {
       const primary = plan.primary ?? { terms: [] };
       const hits = [
         ...(await backend.search({
           ...primary,
           limit,
+          ...within,
           ...(withVector === undefined ? {} : { vector: withVector }),
         })),
       ];
       const textHits = hits.filter((hit) => hit.textScore !== undefined).length;
       if (plan.topUp === undefined || textHits >= limit) return hits;
       const seen = new Set(hits.map((hit) => hit.chunk.id));
-      const more = await backend.search({ ...plan.topUp, limit: limit - textHits });
+      const more = await backend.search({ ...plan.topUp, limit: limit - textHits, ...within });
       return [...hits, ...more.filter((hit) => !seen.has(hit.chunk.id))];
     };
     try {
@@ -163,6 +173,7 @@ export function createMemorySearch(config: MemorySearchConfig): MemorySearch {
         plan,
         embedded.vector,
         limit,
+        options.paths,
       );
       const reason = found.reason ?? embedded.reason;
       const mode: SearchMode = reason === undefined ? "hybrid" : "text";

@@ -3,14 +3,26 @@ import * as path from "node:path";
 import { defineTool, resolveWorkspacePath, type Tool } from "@almanac/agent";
 import { describeError, isAlmanacError } from "@almanac/core";
 import { z } from "zod";
+import {
+  isPathInScope,
+  type MemoryScope,
+  OWNER_SCOPE,
+  scopePathFilter,
+  sharedScopePrefix,
+} from "../memory-scope.js";
 import { isInMemoryDirectory, MEMORY_FILE, toRelativePath } from "./memory-files.js";
 import type { MemorySearch } from "./memory-search.js";
 
 /** Options of {@link createMemoryTools}. */
 export interface MemoryToolsOptions {
   readonly search: MemorySearch;
-  /** The workspace root; `memory_get` reads only `MEMORY.md` and `memory/**` inside it. */
+  /** The workspace root; `memory_get` reads only the scope's files inside it. */
   readonly workspace: string;
+  /**
+   * Whose memory the tools reach (default the owner's): the owner's private files, or a shared chat's
+   * own log folder only. Enforced here, whatever the model asks for.
+   */
+  readonly scope?: MemoryScope;
   /** Lines `memory_get` returns when the model gives no `lines` (default 200). */
   readonly defaultGetLines?: number;
   /** Most lines one `memory_get` call returns (default 1000). */
@@ -28,18 +40,23 @@ function errorCode(error: unknown): string | undefined {
 }
 
 /**
- * The memory tools for the agent: `memory_search` (hybrid search over MEMORY.md and memory/) and
- * `memory_get` (read lines of one memory file). Both answer problems as tool errors the model can
- * act on; they never throw.
+ * The memory tools for the agent: `memory_search` (hybrid search over the scope's files: MEMORY.md and
+ * memory/ for the owner, its own log folder for a shared chat) and `memory_get` (read lines of one of
+ * them). Both answer problems as tool errors the model can act on; they never throw.
  */
 export function createMemoryTools(options: MemoryToolsOptions): Tool[] {
   const defaultLines = options.defaultGetLines ?? 200;
   const maxLines = options.maxGetLines ?? 1000;
+  const scope = options.scope ?? OWNER_SCOPE;
+  const paths = scopePathFilter(scope);
+  const shared = scope.kind === "shared" ? sharedScopePrefix(scope) : undefined;
 
   const memorySearch = defineTool({
     name: "memory_search",
     description:
-      "Search long-term memory (MEMORY.md and the notes and daily logs in memory/) for facts, decisions, " +
+      (shared === undefined
+        ? "Search long-term memory (MEMORY.md and the notes and daily logs in memory/) for facts, decisions, "
+        : `Search this chat's own log (${shared}) for facts, decisions, `) +
       "people, ticket ids and past conversations. Returns the best matching passages with their file path " +
       "and line range; use memory_get to read more around a hit.",
     parameters: z.object({
@@ -59,6 +76,7 @@ export function createMemoryTools(options: MemoryToolsOptions): Tool[] {
       try {
         const response = await options.search.search(args.query, {
           signal: context.signal,
+          paths,
           ...(args.maxResults === undefined ? {} : { maxResults: args.maxResults }),
           ...(args.minScore === undefined ? {} : { minScore: args.minScore }),
         });
@@ -93,9 +111,18 @@ export function createMemoryTools(options: MemoryToolsOptions): Tool[] {
   const memoryGet = defineTool({
     name: "memory_get",
     description:
-      "Read lines of a memory file: MEMORY.md or a file under memory/ (for example a path returned by memory_search).",
+      shared === undefined
+        ? "Read lines of a memory file: MEMORY.md or a file under memory/ (for example a path returned by memory_search)."
+        : `Read lines of this chat's log, a file under ${shared} (for example a path returned by memory_search).`,
     parameters: z.object({
-      path: z.string().min(1).describe("MEMORY.md or memory/…, relative to the workspace."),
+      path: z
+        .string()
+        .min(1)
+        .describe(
+          shared === undefined
+            ? "MEMORY.md or memory/…, relative to the workspace."
+            : `${shared}…, relative to the workspace.`,
+        ),
       fromLine: z.number().int().min(1).optional().describe("First line to read, 1-based (default 1)."),
       lines: z
         .number()
@@ -117,7 +144,16 @@ export function createMemoryTools(options: MemoryToolsOptions): Tool[] {
           isAlmanacError(error) ? error.message : `Cannot resolve "${args.path}": ${describeError(error)}`,
         );
       }
-      if (relative !== MEMORY_FILE && !(isInMemoryDirectory(relative) && relative !== "memory")) {
+      if (shared !== undefined && !isPathInScope(scope, relative)) {
+        return failure(
+          `In this chat memory_get reads only this chat's own log, files under ${shared}; "${args.path}" is not one. The owner's private memory is not available here.`,
+        );
+      }
+      if (
+        shared === undefined &&
+        relative !== MEMORY_FILE &&
+        !(isInMemoryDirectory(relative) && relative !== "memory")
+      ) {
         return failure(
           `memory_get reads only ${MEMORY_FILE} and files under memory/; "${args.path}" is neither.`,
         );

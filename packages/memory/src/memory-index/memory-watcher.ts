@@ -1,7 +1,13 @@
 import * as path from "node:path";
 import { describeError, type Logger } from "@almanac/core";
 import { watch } from "chokidar";
-import { isInMemoryDirectory, isMemoryPath, MEMORY_FILE, toRelativePath } from "./memory-files.js";
+import {
+  isInMemoryDirectory,
+  isInSharedDirectory,
+  isMemoryPath,
+  MEMORY_FILE,
+  toRelativePath,
+} from "./memory-files.js";
 
 /** Options of {@link watchMemoryFiles}. */
 export interface MemoryWatcherOptions {
@@ -21,7 +27,7 @@ export interface MemoryWatcher {
 }
 
 /**
- * Watches `MEMORY.md` and `memory/**` (created later or not) with chokidar and reports changed paths,
+ * Watches `MEMORY.md`, `memory/**` and the shared chats' logs under `shared/` (created later or not) with chokidar and reports changed paths,
  * debounced. The event type is not trusted: editors save by writing a temporary file and renaming
  * it, or by deleting and re-creating; the consumer re-reads each reported path from disk.
  */
@@ -53,7 +59,12 @@ export async function watchMemoryFiles(options: MemoryWatcherOptions): Promise<M
 
   const relevant = (absolute: string): boolean => {
     const relative = toRelativePath(workspace, absolute);
-    return relative === "" || relative === MEMORY_FILE || isInMemoryDirectory(relative);
+    return (
+      relative === "" ||
+      relative === MEMORY_FILE ||
+      isInMemoryDirectory(relative) ||
+      isInSharedDirectory(relative)
+    );
   };
 
   const watcher = watch(workspace, {

@@ -1,5 +1,6 @@
 import { type Logger, silentLogger, UserError } from "@almanac/core";
 import type Database from "better-sqlite3";
+import { matchesPathFilter } from "../memory-scope.js";
 import { createSelfRepairingIndex, type IndexRepair } from "./self-repairing-index.js";
 import {
   allOf,
@@ -16,6 +17,7 @@ import {
   vectorRowSchema,
 } from "./sqlite-rows.js";
 import { createVectorTable, openSqliteDatabase, readMeta, writeMeta } from "./sqlite-schema.js";
+import { createSqliteScopeQueries } from "./sqlite-scope-filter.js";
 import { createTermFrequencies } from "./sqlite-term-frequencies.js";
 import type {
   BackendHit,
@@ -101,6 +103,7 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
   if (storedDimensions() === undefined && options.dimensions !== undefined)
     createVectorTable(db, options.dimensions);
 
+  const scoped = createSqliteScopeQueries(db);
   const statements = {
     chunkIdsOfPath: db.prepare("SELECT id FROM chunks WHERE path = ?").pluck(),
     deleteChunksOfPath: db.prepare("DELETE FROM chunks WHERE path = ?"),
@@ -286,7 +289,11 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
 
     async search(query: BackendQuery): Promise<BackendHit[]> {
       const textScores = new Map<number, number>();
-      if (query.terms.length > 0 || (query.allOf?.length ?? 0) > 0) {
+      if ((query.terms.length > 0 || (query.allOf?.length ?? 0) > 0) && query.paths !== undefined) {
+        const expression = query.allOf === undefined ? anyOf(query.terms) : allOf(query.allOf);
+        for (const [rowid, score] of scoped.text(expression, query.limit, query.rank !== false, query.paths))
+          textScores.set(rowid, score);
+      } else if (query.terms.length > 0 || (query.allOf?.length ?? 0) > 0) {
         const statement = query.rank === false ? statements.recentTextSearch : statements.textSearch;
         const expression = query.allOf === undefined ? anyOf(query.terms) : allOf(query.allOf);
         for (const row of statement.all(expression, query.limit)) {
@@ -299,9 +306,25 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
       if (query.vector !== undefined && vectorTable !== undefined) {
         if (query.vector.length !== storedDimensions())
           throw mismatch(options.path, storedDimensions()!, query.vector.length);
-        for (const row of vectorTable.knn.all(toVectorBlob(query.vector), query.limit)) {
-          const parsed = scoreRowSchema.parse(row);
-          similarities.set(parsed.rowid, 1 - parsed.score);
+        const small = query.paths === undefined ? undefined : scoped.smallScope(query.paths, 20_000);
+        if (small !== undefined) {
+          // A shared chat's own folder: compare with each of its vectors, the nearest `limit` count.
+          const nearest: Array<[number, number]> = [];
+          for (const rowid of small) {
+            const row = vectorTable.get.get(BigInt(rowid));
+            if (row === undefined) continue;
+            const parsed = vectorRowSchema.parse(row);
+            nearest.push([rowid, cosineSimilarity(query.vector, fromVectorBlob(parsed.embedding))]);
+          }
+          nearest.sort((left, right) => right[1] - left[1]);
+          for (const [rowid, similarity] of nearest.slice(0, query.limit))
+            similarities.set(rowid, similarity);
+        } else {
+          const k = query.paths === undefined ? query.limit : scoped.knnSize(query.paths, query.limit);
+          for (const row of vectorTable.knn.all(toVectorBlob(query.vector), k)) {
+            const parsed = scoreRowSchema.parse(row);
+            similarities.set(parsed.rowid, 1 - parsed.score);
+          }
         }
         for (const rowid of textScores.keys()) {
           if (similarities.has(rowid)) continue;
@@ -316,6 +339,7 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
       return ids.flatMap((id) => {
         const chunk = chunks.get(id);
         if (chunk === undefined) return [];
+        if (query.paths !== undefined && !matchesPathFilter(query.paths, chunk.path)) return [];
         const textScore = textScores.get(id);
         const vectorSimilarity = similarities.get(id);
         return [

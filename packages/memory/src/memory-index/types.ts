@@ -1,3 +1,5 @@
+import type { ScopePathFilter } from "../memory-scope.js";
+
 /** Where a memory file sits: `MEMORY.md`, a dated daily log `memory/YYYY-MM-DD.md`, or any other note under `memory/`. */
 export type MemorySource = "memory" | "daily" | "notes";
 
@@ -86,6 +88,11 @@ export interface BackendQuery {
    * broad queries, where ranking every match would cost time in proportion to the matches.
    */
   readonly rank?: boolean;
+  /**
+   * Only chunks whose path passes this filter (the session's memory scope). Applied before ranking and
+   * limiting, so a small scope is never crowded out by others.
+   */
+  readonly paths?: ScopePathFilter;
 }
 
 /** A candidate a backend found, with whatever raw evidence it has; the search layer scores it. */

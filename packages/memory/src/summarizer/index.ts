@@ -13,6 +13,8 @@ export {
   MEMORY_GUIDE,
   type MemoryContextOptions,
   type MemoryFileReader,
+  memoryGuideFor,
+  sharedMemoryGuide,
 } from "./memory-context.js";
 export {
   createMemoryFileStore,

@@ -1,4 +1,5 @@
 import type { TokenCounter } from "@almanac/core";
+import { dailyLogPath, type MemoryScope, OWNER_SCOPE, sharedScopePrefix } from "../memory-scope.js";
 import { localDateOf, previousDate } from "./local-date.js";
 import type { MemoryFileContent } from "./memory-file-store.js";
 
@@ -26,6 +27,31 @@ Writing to MEMORY.md:
 - When asked to forget something, remove it and say so. Never store passwords, API keys or other secrets.
 - Day-to-day events belong in the daily logs, not in MEMORY.md.`;
 
+/**
+ * The memory section for a shared chat (a group, or a direct chat with someone who is not the owner):
+ * it has its own log and no access to the owner's private memory, and says so, so the model does not
+ * promise what the code will not let it do.
+ */
+export function sharedMemoryGuide(scope: Extract<MemoryScope, { kind: "shared" }>): string {
+  const folder = sharedScopePrefix(scope);
+  return `## Your memory in this chat
+This is a shared chat (${scope.id}): several people may read what you write here. It has a memory of its own, kept apart from the owner's private memory:
+- ${folder}YYYY-MM-DD.md are this chat's daily logs. They are written for you after this chat's conversations are summarized; you cannot edit them.
+- You cannot read or change the owner's private memory (MEMORY.md and the daily logs in memory/) from here, and you have no file tools in this chat. Do not claim to know what it says.
+Excerpts of this chat's logs for today and yesterday follow below. An excerpt that was cut says so.
+
+Looking things up:
+- Before you answer anything that depends on earlier conversations in this chat, search with memory_search and open the useful hits with memory_get. They cover this chat's log only.
+- Do not guess about the past. If this chat's log does not say, tell the people you do not know.
+
+When someone asks you to remember something here ("remember that…"): say that it will be kept in this chat's own log when the conversation is summarized, and that you cannot store it in the owner's private memory from a shared chat. Never store passwords, API keys or other secrets.`;
+}
+
+/** The memory section of a session's system prompt for its scope: {@link MEMORY_GUIDE} or {@link sharedMemoryGuide}. */
+export function memoryGuideFor(scope: MemoryScope): string {
+  return scope.kind === "owner" ? MEMORY_GUIDE : sharedMemoryGuide(scope);
+}
+
 /** Reads memory files; a `MemoryFileStore` is one. */
 export interface MemoryFileReader {
   tryRead(relativePath: string): Promise<MemoryFileContent | undefined>;
@@ -41,6 +67,11 @@ export interface MemoryContextOptions {
   /** Tokens for the three excerpts together (headings and notes come on top, a few dozen tokens). Default 2000. */
   readonly budgetTokens?: number;
   readonly tokenCounter: TokenCounter;
+  /**
+   * Whose memory the excerpt shows (default the owner's: MEMORY.md and the owner's daily logs). A shared
+   * chat sees only its own logs of today and yesterday, never MEMORY.md.
+   */
+  readonly scope?: MemoryScope;
 }
 
 interface Section {
@@ -87,6 +118,27 @@ function excerpt(lines: readonly string[], budget: number, keep: "head" | "tail"
   return { kept, omitted: lines.length - kept.length };
 }
 
+function sharedSections(scope: MemoryScope, today: string, yesterday: string): Section[] {
+  const todayPath = dailyLogPath(scope, today);
+  const yesterdayPath = dailyLogPath(scope, yesterday);
+  return [
+    {
+      path: todayPath,
+      title: `${todayPath} (this chat, today)`,
+      keep: "tail",
+      missing: "No log of this chat for today yet.",
+      share: 0.6,
+    },
+    {
+      path: yesterdayPath,
+      title: `${yesterdayPath} (this chat, yesterday)`,
+      keep: "tail",
+      missing: "No log of this chat for yesterday.",
+      share: 0.4,
+    },
+  ];
+}
+
 /**
  * Builds the memory part of the system prompt: bounded excerpts of `MEMORY.md` and of today's and
  * yesterday's daily logs. Whatever is cut is stated in the text with the file to read, never silently.
@@ -96,29 +148,33 @@ export async function buildMemoryContext(options: MemoryContextOptions): Promise
   const budget = Math.max(0, Math.floor(options.budgetTokens ?? 2000));
   const today = localDateOf(now, timeZone);
   const yesterday = previousDate(today);
-  const sections: Section[] = [
-    {
-      path: "MEMORY.md",
-      title: "MEMORY.md (long-term)",
-      keep: "head",
-      missing: "MEMORY.md does not exist yet.",
-      share: 0.5,
-    },
-    {
-      path: `memory/${today}.md`,
-      title: `memory/${today}.md (today)`,
-      keep: "tail",
-      missing: "No log for today yet.",
-      share: 0.3,
-    },
-    {
-      path: `memory/${yesterday}.md`,
-      title: `memory/${yesterday}.md (yesterday)`,
-      keep: "tail",
-      missing: "No log for yesterday.",
-      share: 0.2,
-    },
-  ];
+  const scope = options.scope ?? OWNER_SCOPE;
+  const sections: Section[] =
+    scope.kind === "shared"
+      ? sharedSections(scope, today, yesterday)
+      : [
+          {
+            path: "MEMORY.md",
+            title: "MEMORY.md (long-term)",
+            keep: "head",
+            missing: "MEMORY.md does not exist yet.",
+            share: 0.5,
+          },
+          {
+            path: `memory/${today}.md`,
+            title: `memory/${today}.md (today)`,
+            keep: "tail",
+            missing: "No log for today yet.",
+            share: 0.3,
+          },
+          {
+            path: `memory/${yesterday}.md`,
+            title: `memory/${yesterday}.md (yesterday)`,
+            keep: "tail",
+            missing: "No log for yesterday.",
+            share: 0.2,
+          },
+        ];
   const files = await Promise.all(sections.map((section) => store.tryRead(section.path)));
   const lines = files.map((file) => (file === undefined ? [] : splitLines(file.content)));
   const needs = lines.map((fileLines) =>
@@ -142,7 +198,7 @@ export async function buildMemoryContext(options: MemoryContextOptions): Promise
     const note =
       omitted === 0
         ? undefined
-        : `… ${omitted} ${section.keep === "head" ? "more" : "earlier"} ${omitted === 1 ? "line" : "lines"} not shown; read ${section.path} with read_file.`;
+        : `… ${omitted} ${section.keep === "head" ? "more" : "earlier"} ${omitted === 1 ? "line" : "lines"} not shown; read ${section.path} with ${scope.kind === "owner" ? "read_file" : "memory_get"}.`;
     if (section.keep === "tail" && note !== undefined) parts.push(note);
     parts.push(...kept);
     if (section.keep === "head" && note !== undefined) parts.push(note);

@@ -89,9 +89,13 @@ export interface MemoryFileStoreOptions {
   readonly shrinkGuard?: ShrinkGuard;
 }
 
-const memoryPathPattern = /^(?:MEMORY\.md|memory\/(?:[^/.][^/]*\/)*[^/.][^/]*\.md)$/;
+const memoryPathPattern =
+  /^(?:MEMORY\.md|memory\/(?:[^/.][^/]*\/)*[^/.][^/]*\.md|shared\/[^/.][^/]*\/[^/.][^/]*\.md)$/;
 
-/** True when `relativePath` (already normalized, `/`-separated) names a memory file. */
+/**
+ * True when `relativePath` (already normalized, `/`-separated) names a memory file: private memory
+ * (`MEMORY.md`, `memory/**.md`) or a shared chat's log (`shared/<folder>/<name>.md`, see `memory-scope.ts`).
+ */
 export function isMemoryFilePath(relativePath: string): boolean {
   return memoryPathPattern.test(relativePath);
 }
@@ -99,7 +103,7 @@ export function isMemoryFilePath(relativePath: string): boolean {
 function refusePath(requested: string, why: string, cause?: unknown): UserError {
   return new UserError(
     "memory.path_refused",
-    `"${requested}" is not a memory file: ${why}. Memory files are MEMORY.md and memory/**/*.md in the workspace.`,
+    `"${requested}" is not a memory file: ${why}. Memory files are MEMORY.md, memory/**/*.md and shared/<chat>/*.md in the workspace.`,
     cause === undefined ? {} : { cause },
   );
 }
@@ -117,13 +121,13 @@ export function normalizeMemoryPath(requested: string): string {
   if (normalized === ".." || normalized.startsWith("../"))
     throw refusePath(requested, "it leaves the workspace");
   if (!isMemoryFilePath(normalized)) throw refusePath(requested, "only Markdown memory files can be used");
+  // File systems cap a name at 255 bytes; backups and temp files add ~30 to it.
+  if (normalized.split("/").some((segment) => Buffer.byteLength(segment) > MAX_SEGMENT_BYTES))
+    throw refusePath(`${requested.slice(0, 60)}…`, `a name in it is longer than ${MAX_SEGMENT_BYTES} bytes`);
   return normalized;
 }
 
 /** Creates the store. Writes within this process are serialized per file. */
-  // File systems cap a name at 255 bytes; backups and temp files add ~30 to it.
-  if (normalized.split("/").some((segment) => Buffer.byteLength(segment) > MAX_SEGMENT_BYTES))
-    throw refusePath(`${requested.slice(0, 60)}…`, `a name in it is longer than ${MAX_SEGMENT_BYTES} bytes`);
 export function createMemoryFileStore(options: MemoryFileStoreOptions): MemoryFileStore {
   const workspace = path.resolve(options.workspace);
   const logger = (options.logger ?? silentLogger).child({ component: "memory-file-store" });
@@ -215,6 +219,9 @@ export function createMemoryFileStore(options: MemoryFileStoreOptions): MemoryFi
       const daily: string[] = [];
       await walk(root, "memory", daily);
       found.push(...daily.sort());
+      const shared: string[] = [];
+      await walk(root, "shared", shared);
+      found.push(...shared.sort());
       const infos: MemoryFileInfo[] = [];
       for (const relative of found) {
         const absolute = path.join(root, ...relative.split("/"));

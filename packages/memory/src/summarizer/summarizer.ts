@@ -9,6 +9,7 @@ import {
   type TokenCounter,
 } from "@almanac/core";
 import { z } from "zod";
+import { dailyLogPath, type MemoryScope, OWNER_SCOPE } from "../memory-scope.js";
 import { createDayLogTools } from "./day-log-tools.js";
 import { hashContent } from "./durable-file.js";
 import { assertTimeZone, type DayGroup, defaultTimeZone, groupMessagesByLocalDate } from "./local-date.js";
@@ -43,6 +44,11 @@ export interface SummarizerOptions {
   readonly maxConflictRetries?: number;
   readonly transcriptLimits?: TranscriptLimits;
   readonly shrinkGuard?: ShrinkGuard;
+  /**
+   * The memory scope of a job's conversation, from its session key: the owner's conversations go to
+   * `memory/YYYY-MM-DD.md`, a shared chat's to its own `shared/<folder>/YYYY-MM-DD.md`. Default: the owner.
+   */
+  readonly scopeOf?: (sessionKey: string) => MemoryScope;
 }
 
 const dayProgressSchema = z.discriminatedUnion("status", [
@@ -150,6 +156,8 @@ export function createSummarizer(options: SummarizerOptions): SummaryJobRunner {
 
   return async (job: SummaryJob, context: SummaryJobContext): Promise<JobOutcome> => {
     let checkpoint = parseCheckpoint(context.checkpoint);
+    // Decided per job from its session key, so a group's conversation never lands in the owner's logs.
+    const scope = options.scopeOf?.(job.sessionKey) ?? OWNER_SCOPE;
     const jobLogger = logger.child({ jobId: job.id });
     const saveDay = async (date: string, progress: DayProgress | undefined) => {
       const days = { ...checkpoint.days };
@@ -160,7 +168,7 @@ export function createSummarizer(options: SummarizerOptions): SummaryJobRunner {
     };
 
     const summarizeDay = async (group: DayGroup): Promise<DoneDay> => {
-      const path = `memory/${group.date}.md`;
+      const path = dailyLogPath(scope, group.date);
       const pending = checkpoint.days[group.date];
       if (pending?.status === "done") return pending;
       if (pending?.status === "committing") {
