@@ -94,6 +94,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
         .send(errorBody("server.shutting_down", "The server is shutting down.", "server_error"));
     }
   });
+  // A keep-alive connection that outlives its last reply would hold `app.close()` open forever (a turn cut
+  // short by the shutdown deadline answers after the server stopped accepting connections).
+  app.addHook("onSend", async (_request, reply) => {
+    if (deps.isShuttingDown()) reply.header("connection", "close");
+  });
 
   app.get("/healthz", { ...PUBLIC_ROUTE, schema: { hide: true } }, async () => ({ status: "ok" }));
   app.get("/readyz", { ...PUBLIC_ROUTE, schema: { hide: true } }, async (_request, reply) => {
