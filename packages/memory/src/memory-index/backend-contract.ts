@@ -99,6 +99,30 @@ export function describeBackendContract(
       expect(await backend.stats()).toMatchObject({ files: 1, chunks: 1, embeddedChunks: 0 });
     });
 
+    it("keeps a search within its memory scope's paths, text and vectors alike, before the limit", async () => {
+      const group = "shared/discord-default-group-42/";
+      for (let index = 0; index < 6; index += 1)
+        await put(backend, `memory/n${index}.md`, `Kestrel owner note ${index}.\n`, [unit(3)]);
+      await put(backend, `${group}2025-01-02.md`, "Kestrel group note.\n", [unit(3)]);
+      await put(backend, "shared/discord-default-group-43/2025-01-02.md", "Kestrel other group.\n", [
+        unit(3),
+      ]);
+      const inGroup = await backend.search({
+        terms: ["kestrel"],
+        vector: unit(3),
+        limit: 2,
+        paths: { prefix: group },
+      });
+      expect(inGroup.map((hit) => hit.chunk.path)).toEqual([`${group}2025-01-02.md`]);
+      const owner = await backend.search({
+        terms: ["kestrel"],
+        limit: 20,
+        paths: { excludePrefix: "shared/" },
+      });
+      expect(owner).toHaveLength(6);
+      expect(owner.every((hit) => hit.chunk.path.startsWith("memory/"))).toBe(true);
+    });
+
     it("replaces a file's chunks when the file is upserted again", async () => {
       await put(backend, "MEMORY.md", "Favourite colour: teal.\n");
       await put(backend, "MEMORY.md", "Favourite colour: orange.\n");

@@ -1,6 +1,7 @@
 import { type Logger, silentLogger, UserError } from "@almanac/core";
 import { QdrantClient } from "@qdrant/js-client-rest";
 import { z } from "zod";
+import { matchesPathFilter } from "../memory-scope.js";
 import { toQdrantError } from "./qdrant-errors.js";
 import {
   collectionSchema,
@@ -11,6 +12,7 @@ import {
   modelSchema,
   pathIs,
   pointId,
+  scopeFilter,
   TEXT,
   toChunk,
   toFile,
@@ -18,7 +20,7 @@ import {
   UPSERT_BATCH,
 } from "./qdrant-payload.js";
 import { querySparseVector } from "./sparse-vector.js";
-import type { BackendHit, MemoryIndexBackend, TermStatistics } from "./types.js";
+import type { BackendHit, MemoryIndexBackend, StoredChunk, TermStatistics } from "./types.js";
 import { cosineSimilarity } from "./vector-math.js";
 
 /** Options of {@link createQdrantIndex}. */
@@ -208,16 +210,28 @@ export function createQdrantIndex(options: QdrantIndexOptions): MemoryIndexBacke
           `Query vector has ${vector.length} dimensions; the collection ${dimensions}.`,
         );
       }
+      const filter = query.paths === undefined ? {} : { filter: scopeFilter(query.paths) };
+      // Points are filtered by scope in Qdrant (before the limit) and checked again here.
+      const inScope = (chunk: StoredChunk) =>
+        query.paths === undefined || matchesPathFilter(query.paths, chunk.path);
       if (vector === undefined) {
         if (sparse.indices.length === 0) return [];
         const response = await call("search", () =>
-          client.query(collection, { query: sparse, using: TEXT, limit: query.limit, with_payload: true }),
+          client.query(collection, {
+            query: sparse,
+            using: TEXT,
+            limit: query.limit,
+            with_payload: true,
+            ...filter,
+          }),
         );
-        return response.points.map((point) => ({ chunk: toChunk(point.payload), textScore: point.score }));
+        return response.points
+          .map((point) => ({ chunk: toChunk(point.payload), textScore: point.score }))
+          .filter((hit) => inScope(hit.chunk));
       }
       const prefetch = [
-        { query: [...vector], using: DENSE, limit: query.limit },
-        ...(sparse.indices.length > 0 ? [{ query: sparse, using: TEXT, limit: query.limit }] : []),
+        { query: [...vector], using: DENSE, limit: query.limit, ...filter },
+        ...(sparse.indices.length > 0 ? [{ query: sparse, using: TEXT, limit: query.limit, ...filter }] : []),
       ];
       const response = await call("search", () =>
         client.query(collection, {
@@ -228,10 +242,13 @@ export function createQdrantIndex(options: QdrantIndexOptions): MemoryIndexBacke
           with_vector: [DENSE],
         }),
       );
-      return response.points.map((point) => {
+      return response.points.flatMap((point) => {
         const dense = denseOf(point.vector);
         const chunk = toChunk(point.payload);
-        return dense === undefined ? { chunk } : { chunk, vectorSimilarity: cosineSimilarity(vector, dense) };
+        if (!inScope(chunk)) return [];
+        return [
+          dense === undefined ? { chunk } : { chunk, vectorSimilarity: cosineSimilarity(vector, dense) },
+        ];
       });
     },
 

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import type { ScopePathFilter } from "../memory-scope.js";
+import { SHARED_DIRECTORY } from "./memory-files.js";
 import { documentSparseVector } from "./sparse-vector.js";
 import type { IndexChunk, IndexedFile, StoredChunk } from "./types.js";
 import { uuidV5 } from "./uuid-v5.js";
@@ -91,6 +93,27 @@ export const firstChunk = { key: "chunk_index", match: { value: 0 } };
 /** Filter: points that have a dense vector. */
 export const hasDense = { has_vector: DENSE };
 
+/** The shared chat folder a file belongs to (`shared/<folder>/…`), stored on its points to filter by scope. */
+function sharedFolderOf(path: string): string | undefined {
+  const segments = path.split("/");
+  return segments[0] === SHARED_DIRECTORY && segments.length > 2 ? segments[1] : undefined;
+}
+
+/**
+ * Filter: the points a memory scope may see. A shared chat's prefix `shared/<folder>/` matches its
+ * `shared_folder`; the owner's `excludePrefix: "shared/"` keeps the points without one.
+ */
+export function scopeFilter(filter: ScopePathFilter): Record<string, unknown> {
+  if (filter.prefix !== undefined) {
+    const folder = sharedFolderOf(`${filter.prefix}x`);
+    // A prefix that is not one shared folder matches nothing here (code filters the rest).
+    return { must: [{ key: "shared_folder", match: { value: folder ?? "\u0000" } }] };
+  }
+  return filter.excludePrefix === `${SHARED_DIRECTORY}/`
+    ? { must: [{ is_empty: { key: "shared_folder" } }] }
+    : {};
+}
+
 /** The Qdrant point of a chunk: deterministic id, sparse text vector, dense vector when given, flat payload. */
 export function toPoint(
   file: IndexedFile,
@@ -118,6 +141,7 @@ export function toPoint(
       headings: chunk.headings.join(headingSeparator),
       updated_at: file.mtimeMs,
       chunk_index: index,
+      ...(sharedFolderOf(file.path) === undefined ? {} : { shared_folder: sharedFolderOf(file.path) }),
       ...(dense === undefined || model === undefined ? {} : { embedding_model: model }),
       ...(index === 0 ? { file_hash: file.hash, file_mtime: file.mtimeMs, file_size: file.size } : {}),
     },
