@@ -1,7 +1,6 @@
-import { buildPrompt, WorkingMemory } from "@almanac/agent";
+import { buildPrompt, type WorkingMemory } from "@almanac/agent";
 import {
   createMessage,
-  describeError,
   type Logger,
   type Message,
   messageText,
@@ -12,11 +11,16 @@ import {
   type Usage,
   UserError,
 } from "@almanac/core";
-import type { SessionSnapshot, SessionStats } from "../sessions/session-snapshot.js";
-import type { LoadResult, SessionSummary } from "../sessions/session-store.js";
-import { transcriptFacts } from "../sessions/transcript-facts.js";
+import type { SessionStats } from "../sessions/session-snapshot.js";
+import type { SessionSummary } from "../sessions/session-store.js";
 import type { AgentRuntime } from "./agent-runtime.js";
 import { type ChatCommand, HELP_TEXT, parseCommand } from "./commands.js";
+import {
+  hasTranscript,
+  readUsableSnapshot,
+  recoverFromTranscript,
+  type UnusableSnapshot,
+} from "./session-recovery.js";
 import { historyReport, statusReport } from "./session-reports.js";
 import type { SessionDetail, SessionManagerOptions, TurnRequest, TurnResult } from "./session-types.js";
 
@@ -42,16 +46,6 @@ interface LoadedSession {
   /** Ids of messages a failed write (full disk) kept out of the transcript; the next turn appends them first. */
   untranscribed?: ReadonlySet<string>;
 }
-
-/** A stored snapshot whose working memory could be restored. */
-interface UsableSnapshot {
-  readonly status: "ok";
-  readonly snapshot: SessionSnapshot;
-  readonly memory: WorkingMemory;
-}
-
-/** No snapshot, or one that was moved aside as unusable. */
-type UnusableSnapshot = Exclude<LoadResult, { status: "ok" }>;
 
 function sumUsage(usage: readonly Usage[]): TurnResult["usage"] {
   let promptTokens = 0;
@@ -333,36 +327,16 @@ export class SessionManager {
     return session;
   }
 
-  async #hasTranscript(key: string): Promise<boolean> {
-    for await (const _message of this.#options.store.readTranscript(key)) return true;
-    return false;
-  }
-
   async #transcript(key: string): Promise<Message[]> {
     const messages: Message[] = [];
     for await (const message of this.#options.store.readTranscript(key)) messages.push(message);
     return messages;
   }
 
-  /** Reads the snapshot; one whose working memory cannot be restored is moved aside like a corrupt one. */
-  async #readSnapshot(key: string): Promise<UnusableSnapshot | UsableSnapshot> {
-    const result = await this.#options.store.load(key);
-    if (result.status !== "ok") return result;
-    try {
-      return {
-        status: "ok",
-        snapshot: result.snapshot,
-        memory: WorkingMemory.fromJSON(result.snapshot.memory),
-      };
-    } catch (error) {
-      return this.#options.store.moveAside(key, `its working memory is unusable (${describeError(error)})`);
-    }
-  }
-
   async #load(key: string, channel: string | undefined): Promise<LoadedSession> {
     const now = this.#clock();
     const systemPrompt = await this.#systemPromptFor(key);
-    const result = await this.#readSnapshot(key);
+    const result = await readUsableSnapshot(this.#options.store, key);
     if (result.status !== "ok") return this.#rebuild(key, channel, systemPrompt, result);
     const { snapshot, memory } = result;
     const session: LoadedSession = {
@@ -378,60 +352,24 @@ export class SessionManager {
     return session;
   }
 
-  /**
-   * A session without a usable snapshot: rebuilt from its transcript (the source of truth) when there is
-   * one, with the stats the transcript tells (turns, first and last activity), and saved; else a new session.
-   */
+  /** A session without a usable snapshot: rebuilt from its transcript and saved (or new, when there is none). */
   async #rebuild(
     key: string,
     channel: string | undefined,
     systemPrompt: string,
-    result: UnusableSnapshot,
+    snapshot: UnusableSnapshot,
   ): Promise<LoadedSession> {
     const now = this.#clock();
-    const messages = repairToolPairs(await this.#transcript(key));
-    const facts = transcriptFacts(messages);
-    const stats = (turns: number, lastActivity: number): SessionStats => ({
-      turns,
-      compactions: 0,
-      lastActivity,
-      channel: channel ?? parseSessionKey(key).channel,
-    });
-    if (facts === undefined) {
-      if (result.status === "corrupt")
-        this.#logger.warn(
-          { sessionKey: key, reason: result.reason, movedTo: result.movedTo },
-          "session snapshot was unusable and there is no transcript to rebuild it from; starting it empty",
-        );
-      return {
-        key,
-        createdAt: now,
-        systemPrompt,
-        memory: new WorkingMemory(),
-        stats: stats(0, now),
-        lastUsed: now,
-      };
-    }
-    this.#logger.warn(
-      {
-        sessionKey: key,
-        ...(result.status === "corrupt"
-          ? { reason: result.reason, movedTo: result.movedTo }
-          : { reason: "the snapshot is missing" }),
-        messages: messages.length,
-        turns: facts.turns,
-      },
-      "rebuilding session from its transcript",
-    );
-    const session: LoadedSession = {
+    const { fromTranscript, ...state } = recoverFromTranscript({
       key,
-      createdAt: facts.createdAt,
-      systemPrompt,
-      memory: new WorkingMemory({ messages }),
-      stats: stats(facts.turns, facts.lastActivity),
-      lastUsed: now,
-    };
-    await this.#save(session, {});
+      channel,
+      snapshot,
+      transcript: await this.#transcript(key),
+      now,
+      logger: this.#logger,
+    });
+    const session: LoadedSession = { key, systemPrompt, lastUsed: now, ...state };
+    if (fromTranscript) await this.#save(session, {});
     return session;
   }
 
@@ -486,7 +424,7 @@ export class SessionManager {
     let session = this.#sessions.get(key);
     let loaded = session !== undefined;
     if (!session) {
-      const result = await this.#readSnapshot(key);
+      const result = await readUsableSnapshot(this.#options.store, key);
       if (result.status === "ok") {
         session = {
           key,
@@ -497,7 +435,7 @@ export class SessionManager {
           lastUsed: this.#clock(),
         };
       } else {
-        if (!(await this.#hasTranscript(key))) return undefined;
+        if (!(await hasTranscript(this.#options.store, key))) return undefined;
         session = await this.#acquire(key, undefined);
         loaded = true;
       }

@@ -1,0 +1,94 @@
+import { WorkingMemory } from "@almanac/agent";
+import { describeError, type Logger, type Message, parseSessionKey, repairToolPairs } from "@almanac/core";
+import type { SessionSnapshot, SessionStats } from "../sessions/session-snapshot.js";
+import type { LoadResult, SessionStore } from "../sessions/session-store.js";
+import { transcriptFacts } from "../sessions/transcript-facts.js";
+
+/** A stored snapshot whose working memory could be restored. */
+export interface UsableSnapshot {
+  readonly status: "ok";
+  readonly snapshot: SessionSnapshot;
+  readonly memory: WorkingMemory;
+}
+
+/** No snapshot, or one that was moved aside as unusable. */
+export type UnusableSnapshot = Exclude<LoadResult, { status: "ok" }>;
+
+/** A session's state as its transcript tells it. */
+export interface RecoveredState {
+  readonly createdAt: number;
+  readonly memory: WorkingMemory;
+  readonly stats: SessionStats;
+  /** False when there was no transcript either: a new, empty session (nothing worth saving yet). */
+  readonly fromTranscript: boolean;
+}
+
+/** Reads a session's snapshot; one whose working memory cannot be restored is moved aside like a corrupt one. */
+export async function readUsableSnapshot(
+  store: SessionStore,
+  key: string,
+): Promise<UsableSnapshot | UnusableSnapshot> {
+  const result = await store.load(key);
+  if (result.status !== "ok") return result;
+  try {
+    return {
+      status: "ok",
+      snapshot: result.snapshot,
+      memory: WorkingMemory.fromJSON(result.snapshot.memory),
+    };
+  } catch (error) {
+    return store.moveAside(key, `its working memory is unusable (${describeError(error)})`);
+  }
+}
+
+/** True when the session has at least one readable transcript line. */
+export async function hasTranscript(store: SessionStore, key: string): Promise<boolean> {
+  for await (const _message of store.readTranscript(key)) return true;
+  return false;
+}
+
+/**
+ * The state of a session without a usable snapshot, from its transcript (the source of truth): every
+ * message, and the stats the transcript tells (turns, first and last activity). What it cannot tell (the
+ * rolling summary, compaction marks and counters) starts over. Logs what it did.
+ */
+export function recoverFromTranscript(options: {
+  readonly key: string;
+  readonly channel: string | undefined;
+  readonly snapshot: UnusableSnapshot;
+  readonly transcript: readonly Message[];
+  readonly now: number;
+  readonly logger: Logger;
+}): RecoveredState {
+  const { key, snapshot, now, logger } = options;
+  const messages = repairToolPairs([...options.transcript]);
+  const facts = transcriptFacts(messages);
+  const stats = (turns: number, lastActivity: number): SessionStats => ({
+    turns,
+    compactions: 0,
+    lastActivity,
+    channel: options.channel ?? parseSessionKey(key).channel,
+  });
+  const why =
+    snapshot.status === "corrupt"
+      ? { reason: snapshot.reason, movedTo: snapshot.movedTo }
+      : { reason: "the snapshot is missing" };
+  if (facts === undefined) {
+    if (snapshot.status === "corrupt")
+      logger.warn(
+        { sessionKey: key, ...why },
+        "session snapshot was unusable and there is no transcript to rebuild it from; starting it empty",
+      );
+    return { createdAt: now, memory: new WorkingMemory(), stats: stats(0, now), fromTranscript: false };
+  }
+  logger.warn(
+    { sessionKey: key, ...why, messages: messages.length, turns: facts.turns },
+    "rebuilding session from its transcript",
+  );
+  return {
+    createdAt: facts.createdAt,
+    memory: new WorkingMemory({ messages }),
+    stats: stats(facts.turns, facts.lastActivity),
+    fromTranscript: true,
+  };
+}
