@@ -106,3 +106,34 @@ export function createTokenCounter(encoding: TokenEncoding = "o200k_base"): Toke
 export function createEstimatingTokenCounter(): TokenCounter {
   return createCounter("estimate", estimateTokens);
 }
+
+/**
+ * What a request's tool definitions add around their JSON (the tools section of the prompt). Providers
+ * render tools into the prompt in their own way (OpenAI as a TypeScript-like namespace, open models' chat
+ * templates as JSON with a short preamble); the wire JSON plus this framing is at least as long as either.
+ */
+const TOOLS_FRAMING_TOKENS = 16;
+
+/**
+ * Tokens the tool definitions of a chat-completions request cost, counted on the `tools` array as sent
+ * (`[{type: "function", function: {...}}]`). The one rule for tool tokens: our meters and the test kit's
+ * strict server both use it, so a request we size never surprises the server that checks it.
+ */
+export function countWireToolTokens(counter: TokenCounter, wireTools: readonly unknown[]): number {
+  if (wireTools.length === 0) return 0;
+  return counter.countText(JSON.stringify(wireTools)) + TOOLS_FRAMING_TOKENS;
+}
+
+/** {@link countWireToolTokens} of our tool specs, in the wire shape `@almanac/llm` sends them. */
+export function countToolTokens(
+  counter: TokenCounter,
+  tools: readonly { readonly name: string; readonly description: string; readonly parameters: unknown }[],
+): number {
+  return countWireToolTokens(
+    counter,
+    tools.map((tool) => ({
+      type: "function",
+      function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+    })),
+  );
+}

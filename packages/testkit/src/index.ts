@@ -16,6 +16,7 @@ export {
 } from "./script.js";
 export { deterministicEmbedding, encodeFloat32Base64 } from "./scripted-embeddings.js";
 export {
+  DEFAULT_CONTEXT_WINDOW,
   type ScriptedLlm,
   type ScriptedLlmOptions,
   type ScriptFallback,

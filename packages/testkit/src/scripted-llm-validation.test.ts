@@ -1,10 +1,21 @@
-import { createMessage, createTokenCounter, type Message, toOpenAIMessages } from "@almanac/core";
+import {
+  countToolTokens,
+  createMessage,
+  createTokenCounter,
+  type Message,
+  toOpenAIMessages,
+} from "@almanac/core";
 import fc from "fast-check";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { afterEach, describe, expect, it } from "vitest";
 import { script } from "./script.js";
-import { type ScriptedLlm, type ScriptedLlmOptions, startScriptedLlm } from "./scripted-llm.js";
+import {
+  DEFAULT_CONTEXT_WINDOW,
+  type ScriptedLlm,
+  type ScriptedLlmOptions,
+  startScriptedLlm,
+} from "./scripted-llm.js";
 import { findToolPairingError } from "./scripted-llm-validation.js";
 
 const servers: ScriptedLlm[] = [];
@@ -95,6 +106,57 @@ describe("context window", () => {
     const error = await rejection(client.chat.completions.create({ model: "m", messages: wire, tools }));
     expect(error).toMatchObject({ code: "context_length_exceeded" });
     expect(llm.pending()).toBe(1);
+  });
+
+  it("counts tool specs exactly as core's countToolTokens does, so a request sized by our meter is never refused", async () => {
+    const specs = [
+      { name: "memory_search", description: "Search notes", parameters: { type: "object" } },
+      { name: "read_day_log", description: "Read the log", parameters: { type: "object", properties: {} } },
+    ];
+    const tools = specs.map((spec) => ({ type: "function" as const, function: spec }));
+    const window = promptTokens + countToolTokens(createTokenCounter(), specs);
+    const { llm, client } = await start({ contextWindow: window });
+    llm.enqueue(script.text("ok"), script.text("ok"));
+    const completion = await client.chat.completions.create({ model: "m", messages: wire, tools });
+    expect(completion.usage?.prompt_tokens).toBe(window);
+    const error = await rejection(
+      client.chat.completions.create({ model: "m", messages: wire, tools, max_tokens: 1 }),
+    );
+    expect(error).toMatchObject({ code: "context_length_exceeded" });
+  });
+});
+
+describe("strict by default", () => {
+  const huge = [{ role: "user" as const, content: "word ".repeat(DEFAULT_CONTEXT_WINDOW) }];
+
+  it("checks a default window when the test names none", async () => {
+    const { llm, client } = await start();
+    llm.enqueue(script.text("ok"));
+    const error = await rejection(client.chat.completions.create({ model: "m", messages: huge }));
+    expect(error).toMatchObject({ status: 400, code: "context_length_exceeded" });
+    const fits = await client.chat.completions.create({ model: "m", messages: wire, max_tokens: 4096 });
+    expect(fits.choices[0]?.message.content).toBe("ok");
+  });
+
+  it("lets a test that means to send oversized requests turn the window check off", async () => {
+    const { llm, client } = await start({ contextWindow: false });
+    llm.enqueue(script.text("ok"));
+    const completion = await client.chat.completions.create({ model: "m", messages: huge });
+    expect(completion.choices[0]?.message.content).toBe("ok");
+  });
+
+  it("checks tool pairing unless a test opts out", async () => {
+    const unanswered = toOpenAIMessages(conversation.slice(0, 3));
+    const strict = await start();
+    strict.llm.enqueue(script.text("ok"));
+    const error = await rejection(
+      strict.client.chat.completions.create({ model: "m", messages: unanswered }),
+    );
+    expect(error).toMatchObject({ status: 400, code: "invalid_tool_pairing" });
+    const lax = await start({ checkToolPairing: false });
+    lax.llm.enqueue(script.text("ok"));
+    const completion = await lax.client.chat.completions.create({ model: "m", messages: unanswered });
+    expect(completion.choices[0]?.message.content).toBe("ok");
   });
 });
 

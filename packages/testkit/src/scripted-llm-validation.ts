@@ -1,4 +1,5 @@
 import {
+  countWireToolTokens,
   fromOpenAIMessage,
   isAlmanacError,
   type Message,
@@ -42,6 +43,8 @@ const chatBodySchema = z
     max_completion_tokens: tokenLimit,
   })
   .loose();
+
+const rawToolsSchema = z.object({ tools: z.array(z.unknown()).nullish() }).loose();
 
 /** A chat body that passed the shape check. */
 export type ChatBody = z.infer<typeof chatBodySchema>;
@@ -123,7 +126,10 @@ function contextMessage(window: number, prompt: number, completion: number): str
 /** Options of {@link validateChatRequest}. */
 export interface ChatValidationOptions {
   readonly counter: TokenCounter;
-  readonly contextWindow?: number;
+  /** Prompt plus requested completion above this → `context_length_exceeded`; `false` skips the check. */
+  readonly contextWindow: number | false;
+  /** Check that tool calls and tool results pair up as strict providers require. */
+  readonly checkToolPairing: boolean;
 }
 
 /**
@@ -142,12 +148,12 @@ export function validateChatRequest(body: unknown, options: ChatValidationOption
       return malformed(`Invalid message at index ${index}: ${detail}`);
     }
   }
-  const tools = parsed.data.tools ?? [];
+  // Counted on the tools exactly as sent (the parsed copy may reorder keys), by core's one rule for tools.
+  const sentTools = rawToolsSchema.safeParse(body).data?.tools ?? [];
   const promptTokens =
-    options.counter.countMessages(messages) +
-    (tools.length === 0 ? 0 : options.counter.countText(JSON.stringify(tools)));
+    options.counter.countMessages(messages) + countWireToolTokens(options.counter, sentTools);
   const completion = parsed.data.max_completion_tokens ?? parsed.data.max_tokens ?? 0;
-  if (options.contextWindow !== undefined && promptTokens + completion > options.contextWindow) {
+  if (options.contextWindow !== false && promptTokens + completion > options.contextWindow) {
     return {
       ok: false,
       rejection: {
@@ -157,7 +163,7 @@ export function validateChatRequest(body: unknown, options: ChatValidationOption
       },
     };
   }
-  const pairing = findToolPairingError(messages);
+  const pairing = options.checkToolPairing ? findToolPairingError(messages) : undefined;
   if (pairing !== undefined) {
     return { ok: false, rejection: { status: 400, code: "invalid_tool_pairing", message: pairing } };
   }

@@ -9,8 +9,14 @@ import { validateChatRequest } from "./scripted-llm-validation.js";
 
 /** Options of {@link startScriptedLlm}. */
 export interface ScriptedLlmOptions {
-  /** Context window in tokens; prompt plus requested completion above it → 400 `context_length_exceeded`. */
-  readonly contextWindow?: number;
+  /**
+   * Context window in tokens; prompt (messages + tool specs, counted as core counts them) plus the
+   * requested completion above it → 400 `context_length_exceeded`. Default {@link DEFAULT_CONTEXT_WINDOW};
+   * `false` turns the check off (a test that means to send oversized requests says so).
+   */
+  readonly contextWindow?: number | false;
+  /** Refuse requests whose tool calls and tool results do not pair up (400 `invalid_tool_pairing`). Default true. */
+  readonly checkToolPairing?: boolean;
   /** Model ids listed by `GET /v1/models`; default `["scripted-model"]`. */
   readonly models?: readonly string[];
   /** Vector size when a request gives no `dimensions`; default 64. */
@@ -49,6 +55,9 @@ export interface ScriptedLlm {
 }
 
 const DEFAULT_MODELS = ["scripted-model"];
+
+/** The scripted server's window when a test names none: the server's own default `model.contextWindow`. */
+export const DEFAULT_CONTEXT_WINDOW = 128_000;
 
 const exhausted: ScriptFallback = () => ({
   type: "error",
@@ -100,7 +109,8 @@ export async function startScriptedLlm(options: ScriptedLlmOptions = {}): Promis
     }
     const validation = validateChatRequest(body, {
       counter,
-      ...(options.contextWindow === undefined ? {} : { contextWindow: options.contextWindow }),
+      contextWindow: options.contextWindow ?? DEFAULT_CONTEXT_WINDOW,
+      checkToolPairing: options.checkToolPairing ?? true,
     });
     if (!validation.ok) {
       const { rejection } = validation;

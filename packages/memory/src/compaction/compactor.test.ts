@@ -1,5 +1,5 @@
 import { buildPrompt, WorkingMemory } from "@almanac/agent";
-import { createTokenCounter, hasMark, type Message, toOpenAIMessages } from "@almanac/core";
+import { countToolTokens, createTokenCounter, hasMark, type Message, toOpenAIMessages } from "@almanac/core";
 import { describe, expect, it } from "vitest";
 import type { CompactionBatch } from "./commit-compaction.js";
 import type { CompactionEvent } from "./compaction-events.js";
@@ -72,7 +72,7 @@ describe("createCompactor: check", () => {
       summary: { text: "## Goal\nx", updatedAt: 1, compactions: 1 },
     });
     const expected =
-      counter.countMessages(buildPrompt({ systemPrompt, memory })) + counter.countText(JSON.stringify(tools));
+      counter.countMessages(buildPrompt({ systemPrompt, memory })) + countToolTokens(counter, tools);
     expect(compactor.check(memory, input)).toMatchObject({ countedTokens: expected, ratio: 1, due: false });
   });
 

@@ -1,5 +1,17 @@
-import { buildPrompt, type RollingSummary, systemPromptMessageId } from "@almanac/agent";
-import type { Message, TokenCounter, ToolSpec, Usage } from "@almanac/core";
+import { buildPrompt, type RollingSummary, systemPromptMessageId, type WorkingMemory } from "@almanac/agent";
+import { countToolTokens, type Message, type TokenCounter, type ToolSpec, type Usage } from "@almanac/core";
+
+/** Name of the memory counter that holds the provider/our-count ratio (persisted with the session). */
+export const tokenRatioCounter = "compaction.tokenRatio";
+
+/**
+ * Tokens a provider adds to every chat request to prime the reply (`<|start|>assistant<|message|>` in
+ * OpenAI's published accounting), on top of each message's own framing.
+ */
+export const REPLY_PRIMING_TOKENS = 3;
+
+/** Weight of a new observation in the smoothed provider ratio: one odd report moves it half way. */
+export const RATIO_SMOOTHING = 0.5;
 
 /** What one request would contain: exactly what the agent passes to `buildPrompt`, plus the tool specs. */
 export interface PromptParts {
@@ -10,7 +22,11 @@ export interface PromptParts {
   readonly tools: readonly ToolSpec[];
 }
 
-/** Counts the tokens of a would-be request with our tokenizer (no provider correction). */
+/**
+ * Counts the tokens of a would-be request with our tokenizer (no provider correction), the way providers
+ * count a chat request: every message with its framing (core's counter), the tool specs in their wire form
+ * (`{"type":"function","function":{…}}`), and the reply priming.
+ */
 export interface PromptMeter {
   count(parts: PromptParts): number;
 }
@@ -33,6 +49,9 @@ export function createPromptMeter(counter: TokenCounter): PromptMeter {
   let lastSystemText: string | undefined;
   let lastSystemTokens = 0;
   const toolTokens = new WeakMap<readonly ToolSpec[], number>();
+  // Toolkits are built per turn, so equal specs often come in a new array: also remember the last text.
+  let lastToolsText: string | undefined;
+  let lastToolsTokens = 0;
 
   const countSystem = (message: Message): number => {
     const block = message.content[0];
@@ -50,7 +69,12 @@ export function createPromptMeter(counter: TokenCounter): PromptMeter {
     if (tools.length === 0) return 0;
     let tokens = toolTokens.get(tools);
     if (tokens === undefined) {
-      tokens = counter.countText(JSON.stringify(tools));
+      const text = JSON.stringify(tools.map(toWireTool));
+      if (text !== lastToolsText) {
+        lastToolsText = text;
+        lastToolsTokens = counter.countText(text);
+      }
+      tokens = lastToolsTokens;
       toolTokens.set(tools, tokens);
     }
     return tokens;
@@ -62,7 +86,7 @@ export function createPromptMeter(counter: TokenCounter): PromptMeter {
         systemPrompt: parts.systemPrompt,
         memory: { summary: parts.summary, activeMessages: () => parts.messages },
       });
-      let total = countTools(parts.tools);
+      let total = REPLY_PRIMING_TOKENS + countTools(parts.tools);
       for (const message of prompt) {
         total += message.id === systemPromptMessageId ? countSystem(message) : counter.countMessage(message);
       }
@@ -71,23 +95,75 @@ export function createPromptMeter(counter: TokenCounter): PromptMeter {
   };
 }
 
+/** A tool spec as OpenAI-compatible providers receive it (and count it). */
+function toWireTool(tool: ToolSpec): unknown {
+  return {
+    type: "function",
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+  };
+}
+
 /**
  * The correction learnt from the provider: its reported prompt tokens divided by our count of the same
- * request, clamped to `bounds`. Returns `previous` when there is nothing usable to learn from.
+ * request, clamped to `bounds`, smoothed with the previous ratio ({@link RATIO_SMOOTHING}); the first
+ * observation (`previous` undefined) is taken as it is. Returns `previous` (or 1) when there is nothing
+ * usable to learn from.
  */
 export function updateTokenRatio(
-  previous: number,
+  previous: number | undefined,
   usage: Usage | undefined,
   countedTokens: number | undefined,
   bounds: RatioBounds = defaultRatioBounds,
 ): number {
-  if (usage === undefined || countedTokens === undefined || countedTokens <= 0) return previous;
-  if (!Number.isFinite(usage.promptTokens) || usage.promptTokens <= 0) return previous;
-  const ratio = usage.promptTokens / countedTokens;
-  return Math.min(bounds.max, Math.max(bounds.min, ratio));
+  const kept = previous ?? 1;
+  if (usage === undefined || countedTokens === undefined || countedTokens <= 0) return kept;
+  if (!Number.isFinite(usage.promptTokens) || usage.promptTokens <= 0) return kept;
+  const observed = Math.min(bounds.max, Math.max(bounds.min, usage.promptTokens / countedTokens));
+  return previous === undefined ? observed : previous + RATIO_SMOOTHING * (observed - previous);
 }
 
 /** Our count scaled by the learnt ratio, rounded up (a prompt is never estimated smaller than it is). */
 export function correctTokens(countedTokens: number, ratio: number): number {
   return Math.ceil(countedTokens * ratio);
+}
+
+/** What is sent besides the memory: the session's system prompt and the tool specs of its toolkit. */
+export interface PromptInput {
+  readonly systemPrompt: string;
+  readonly tools: readonly ToolSpec[];
+}
+
+/** One measurement of a session's next request. */
+export interface PromptMeasure {
+  /** Our tokenizer's count (system prompt, summary, active messages, tool specs, framing). */
+  readonly countedTokens: number;
+  /** The provider/our-count ratio applied (1 until the provider has reported usage). */
+  readonly ratio: number;
+  /** `countedTokens × ratio`, rounded up: what the provider is expected to count. */
+  readonly promptTokens: number;
+}
+
+/**
+ * The one meter of "prompt tokens of this session": what triggers compaction is what `/status`, `/compact`,
+ * `/history`, the admin API and the metrics show. Pure: it reads the ratio learnt into `memory.counters`.
+ */
+export interface ContextMeter {
+  measure(memory: WorkingMemory, input: PromptInput, messages?: readonly Message[]): PromptMeasure;
+}
+
+/** Creates the meter over core's cached counter (one per session, so its caches follow that session). */
+export function createContextMeter(counter: TokenCounter): ContextMeter {
+  const meter = createPromptMeter(counter);
+  return {
+    measure(memory, input, messages = memory.activeMessages()) {
+      const countedTokens = meter.count({
+        systemPrompt: input.systemPrompt,
+        summary: memory.summary,
+        messages,
+        tools: input.tools,
+      });
+      const ratio = memory.counters[tokenRatioCounter] ?? 1;
+      return { countedTokens, ratio, promptTokens: correctTokens(countedTokens, ratio) };
+    },
+  };
 }
