@@ -72,7 +72,7 @@ export function createPromptMeter(counter: TokenCounter): PromptMeter {
       const text = JSON.stringify(tools.map(toWireTool));
       if (text !== lastToolsText) {
         lastToolsText = text;
-        lastToolsTokens = counter.countText(text);
+        lastToolsTokens = countToolTokens(counter, tools);
       }
       tokens = lastToolsTokens;
       toolTokens.set(tools, tokens);
