@@ -52,8 +52,9 @@ describe("a damaged memory index", () => {
     await writeFile(join(home, "state", "index.sqlite"), garbage);
     await writeFile(join(home, "workspace", "MEMORY.md"), "# Facts\n\nThe boiler code is QX-5531.\n");
     const llm = await startScriptedLlm({ apiKey: TEST_MODEL_KEY, embeddingDimensions: 8 });
-    // The rebuild's embedding request is slow, so the rebuild is still running when we look.
-    llm.enqueueEmbeddings(script.error(503, { delayMs: 2_000 }));
+    // The rebuild's embedding request hangs until the scripted server closes, so the rebuild is still running
+    // while we look, however slow the machine.
+    llm.enqueueEmbeddings(script.hang());
     try {
       running = await startTestServer({
         home,
@@ -67,6 +68,8 @@ describe("a damaged memory index", () => {
       });
       const server = running;
       expect((await fetch(`${server.server.url}/healthz`)).status).toBe(200);
+      // The rebuild has indexed the text and waits on its embeddings: it cannot finish before we look.
+      await until(async () => llm.embeddingRequests().length > 0, 10_000, "the rebuild's embedding request");
 
       const during = await json(await fetch(`${server.server.url}/readyz`), readiness);
       expect(during.ready).toBe(true);
@@ -82,6 +85,8 @@ describe("a damaged memory index", () => {
       expect(await readFile(movedTo)).toEqual(garbage);
       const early = await json(await server.api("/api/memory/search?q=boiler"), searchAnswer);
       expect(early.note).toMatch(/being rebuilt.*may be incomplete/u);
+
+      await llm.close(); // the hanging embedding request fails; the rebuild finishes full-text only
 
       await until(
         async () => (await json(await server.api("/api/memory/index"), indexStatus)).state === "idle",
