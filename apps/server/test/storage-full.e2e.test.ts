@@ -59,19 +59,19 @@ describe.skipIf(mountProblem !== undefined)(
       running = await startTestServer({ home: mountPoint });
       const { client, llm, api } = running;
       llm.setFallback((request) => script.text(`echo: ${lastUserText(request)}`));
-      const ask = (content: string, stream = false) =>
-        stream
-          ? client.chat.completions.create({
-              model: "almanac",
-              user: "disk",
-              stream: true,
-              messages: [{ role: "user", content }],
-            })
-          : client.chat.completions.create({
-              model: "almanac",
-              user: "disk",
-              messages: [{ role: "user", content }],
-            });
+      const ask = (content: string) =>
+        client.chat.completions.create({
+          model: "almanac",
+          user: "disk",
+          messages: [{ role: "user", content }],
+        });
+      const askStreaming = (content: string) =>
+        client.chat.completions.create({
+          model: "almanac",
+          user: "disk",
+          stream: true,
+          messages: [{ role: "user", content }],
+        });
 
       const first = await ask("The vault code is 4711.");
       expect(first.choices[0]?.message.content).toBe("echo: The vault code is 4711.");
@@ -90,7 +90,7 @@ describe.skipIf(mountProblem !== undefined)(
       expect(apiError.message).toContain("ENOSPC");
 
       // A streamed request is refused before any event is sent: the same status and body.
-      const streamed = await ask("Streamed while full.", true).catch((error: unknown) => error);
+      const streamed = await askStreaming("Streamed while full.").catch((error: unknown) => error);
       expect((streamed as APIError).status).toBe(507);
       expect((streamed as APIError).code).toBe("storage.full");
 
