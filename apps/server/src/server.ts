@@ -93,6 +93,9 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
       model: modelName,
       headers: config.model.headers,
       contextWindow: config.model.contextWindow,
+      // Every request carries the cap, so prompt + answer never exceed the window.
+      maxOutputTokens: config.model.maxOutputTokens,
+      outputCapParameter: config.model.outputCapParameter,
       timeoutMs: config.model.timeoutMs,
       maxRetries: config.model.maxRetries,
       logger,

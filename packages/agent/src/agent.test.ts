@@ -308,6 +308,21 @@ describe("createAgent", () => {
     ]);
   });
 
+  it("sends its output cap with every reasoning step, so prompt and answer fit the window", async () => {
+    const model = new FakeChatModel([
+      step.toolCalls([{ name: "get_weather", arguments: { city: "Rome" } }]),
+      step.text("ok"),
+    ]);
+    await createAgent({
+      model,
+      toolkit: createToolkit([weather]),
+      systemPrompt: "You help.",
+      maxOutputTokens: 700,
+    }).run({ memory: new WorkingMemory(), input: userSays("hi") });
+    expect(model.requests.map((request) => request.maxOutputTokens)).toEqual([700, 700]);
+    expect(() => createAgent({ model, systemPrompt: "x", maxOutputTokens: 0 })).toThrow(/maxOutputTokens/);
+  });
+
   it("keeps running when an event listener throws", async () => {
     const model = new FakeChatModel([step.text("fine")]);
     const result = await createAgent({ model, systemPrompt: "" }).run({

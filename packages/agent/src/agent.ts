@@ -29,6 +29,11 @@ export interface AgentOptions {
   readonly systemPrompt: string | (() => string);
   /** Most reasoning steps (model calls) per run. Default 16. */
   readonly maxIterations?: number;
+  /**
+   * Output cap sent with every reasoning step (`maxOutputTokens`), so prompt + answer fit the window.
+   * Default: none from the agent (the model's own default cap applies).
+   */
+  readonly maxOutputTokens?: number;
   readonly logger?: Logger;
   /** Milliseconds since the epoch; stamps the messages the run adds. Default `Date.now`. */
   readonly clock?: () => number;
@@ -72,6 +77,10 @@ export function createAgent(options: AgentOptions): Agent {
   const maxIterations = positiveInteger(options.maxIterations, 16, "createAgent: maxIterations");
   const logger = (options.logger ?? silentLogger).child({ component: "agent" });
   const clock = options.clock ?? Date.now;
+  const maxOutputTokens =
+    options.maxOutputTokens === undefined
+      ? undefined
+      : positiveInteger(options.maxOutputTokens, 1, "createAgent: maxOutputTokens");
   const { systemPrompt: systemPromptOption } = options;
   const resolveSystemPrompt =
     typeof systemPromptOption === "string" ? () => systemPromptOption : systemPromptOption;
@@ -115,6 +124,7 @@ export function createAgent(options: AgentOptions): Agent {
             model,
             messages,
             tools,
+            maxOutputTokens,
             iteration,
             stream,
             signal,

@@ -15,6 +15,8 @@ export interface ReasoningStepInput {
   readonly model: ChatModel;
   readonly messages: readonly Message[];
   readonly tools: readonly ToolSpec[];
+  /** Output cap of this call; the model's own default when undefined. */
+  readonly maxOutputTokens: number | undefined;
   readonly iteration: number;
   readonly stream: boolean;
   readonly signal: AbortSignal | undefined;
@@ -60,6 +62,7 @@ export async function runReasoningStep(input: ReasoningStepInput): Promise<ChatR
   const request: ChatRequest = {
     messages: input.messages,
     ...(input.tools.length === 0 ? {} : { tools: input.tools }),
+    ...(input.maxOutputTokens === undefined ? {} : { maxOutputTokens: input.maxOutputTokens }),
     ...(input.signal === undefined ? {} : { signal: input.signal }),
   };
   input.emit({ type: "reasoning-start", iteration: input.iteration });

@@ -5,11 +5,31 @@ import type {
   ChatCompletionToolChoiceOption,
 } from "openai/resources/chat/completions";
 
+/**
+ * How the output cap is sent: `max_tokens` (most OpenAI-compatible servers), `max_completion_tokens`
+ * (OpenAI's newer models refuse `max_tokens`), or `off` (not sent; the server's own limit applies).
+ */
+export type OutputCapParameter = "max_tokens" | "max_completion_tokens" | "off";
+
+/** The values of {@link OutputCapParameter}, for config schemas. */
+export const OUTPUT_CAP_PARAMETERS = ["max_tokens", "max_completion_tokens", "off"] as const;
+
 /** Options of {@link toChatCompletionBody}. */
 export interface ConvertRequestOptions {
   readonly model: string;
   /** Send reasoning blocks back as `reasoning_content` (see core's `toOpenAIMessages`). */
   readonly includeReasoning?: boolean;
+  /** Field that carries `maxOutputTokens`. Default `max_tokens`. */
+  readonly outputCapParameter?: OutputCapParameter;
+  /** Cap used when the request sets none, so every request carries one. Default: none. */
+  readonly defaultMaxOutputTokens?: number;
+}
+
+function outputCap(request: ChatRequest, options: ConvertRequestOptions): Record<string, number> {
+  const parameter = options.outputCapParameter ?? "max_tokens";
+  const cap = request.maxOutputTokens ?? options.defaultMaxOutputTokens;
+  if (cap === undefined || parameter === "off") return {};
+  return parameter === "max_tokens" ? { max_tokens: cap } : { max_completion_tokens: cap };
 }
 
 /** Converts an Almanac chat request to a chat-completions body (non-streaming; callers add `stream`). */
@@ -27,7 +47,7 @@ export function toChatCompletionBody(
       ? {}
       : { tool_choice: toToolChoice(request.toolChoice) }),
     ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
-    ...(request.maxOutputTokens === undefined ? {} : { max_tokens: request.maxOutputTokens }),
+    ...outputCap(request, options),
   };
 }
 

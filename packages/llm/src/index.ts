@@ -1,4 +1,5 @@
 export { classifyError, type ErrorContext } from "./classify-error.js";
+export { OUTPUT_CAP_PARAMETERS, type OutputCapParameter } from "./convert-request.js";
 export {
   isModelError,
   isRetryableKind,

@@ -8,7 +8,7 @@ import type {
 } from "@almanac/core";
 import { createAttemptSignal } from "./attempt-signal.js";
 import { classifyError, type ErrorContext } from "./classify-error.js";
-import { toChatCompletionBody } from "./convert-request.js";
+import { type OutputCapParameter, toChatCompletionBody } from "./convert-request.js";
 import { parseChatCompletion } from "./convert-response.js";
 import { isModelError } from "./model-error.js";
 import { type EndpointConfig, integerAtLeast, resolveEndpoint } from "./resolve-endpoint.js";
@@ -32,6 +32,10 @@ export interface OpenAIChatModelConfig extends EndpointConfig {
   readonly contextWindow?: number;
   /** Send reasoning blocks back as `reasoning_content` (off by default; many providers reject it). */
   readonly includeReasoning?: boolean;
+  /** Output cap of requests that set none (`maxOutputTokens`), so every request carries one. Default: none. */
+  readonly maxOutputTokens?: number;
+  /** Field that carries the output cap. Default `max_tokens`; see {@link OutputCapParameter}. */
+  readonly outputCapParameter?: OutputCapParameter;
   /** Ask for a final usage chunk when streaming (`stream_options.include_usage`); default true. */
   readonly streamUsage?: boolean;
   /** Called after every successful call that reported usage. Errors it throws are logged and ignored. */
@@ -56,6 +60,22 @@ export function createOpenAIChatModel(config: OpenAIChatModelConfig): OpenAIChat
     config.contextWindow === undefined
       ? undefined
       : integerAtLeast(config.contextWindow, 0, 1, "contextWindow", "chat model");
+  const bodyOptions = {
+    model: endpoint.model,
+    includeReasoning: config.includeReasoning ?? false,
+    ...(config.outputCapParameter === undefined ? {} : { outputCapParameter: config.outputCapParameter }),
+    ...(config.maxOutputTokens === undefined
+      ? {}
+      : {
+          defaultMaxOutputTokens: integerAtLeast(
+            config.maxOutputTokens,
+            0,
+            1,
+            "maxOutputTokens",
+            "chat model",
+          ),
+        }),
+  };
   const now = config.now ?? Date.now;
   const tracker = createUsageTracker();
   const logger = endpoint.logger.child({ component: "llm", model: endpoint.model });
@@ -121,10 +141,7 @@ export function createOpenAIChatModel(config: OpenAIChatModelConfig): OpenAIChat
     async complete(request) {
       const startedMs = now();
       const timeoutMs = timeoutOf(request);
-      const body = toChatCompletionBody(request, {
-        model: endpoint.model,
-        includeReasoning: config.includeReasoning ?? false,
-      });
+      const body = toChatCompletionBody(request, bodyOptions);
       const attemptOnce = async (attempt: number): Promise<ChatResponse> => {
         const attemptSignal = createAttemptSignal(request.signal, timeoutMs);
         try {
@@ -159,10 +176,7 @@ export function createOpenAIChatModel(config: OpenAIChatModelConfig): OpenAIChat
     // A generator method, so even a bad request setting surfaces on iteration, like every other failure.
     async *stream(request): AsyncGenerator<ChatStreamEvent, void, undefined> {
       const body = {
-        ...toChatCompletionBody(request, {
-          model: endpoint.model,
-          includeReasoning: config.includeReasoning ?? false,
-        }),
+        ...toChatCompletionBody(request, bodyOptions),
         stream: true as const,
         ...((config.streamUsage ?? true) ? { stream_options: { include_usage: true } } : {}),
       };

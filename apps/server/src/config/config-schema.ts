@@ -130,6 +130,14 @@ export const configSchema = z.strictObject({
         env: "ALMANAC_MODEL_MAX_OUTPUT_TOKENS",
         description: "Largest reply the model may write (also reserved out of the window).",
       }),
+      outputCapParameter: setting(
+        z.enum(["max_tokens", "max_completion_tokens", "off"]).default("max_tokens"),
+        {
+          env: "ALMANAC_MODEL_OUTPUT_CAP_PARAMETER",
+          description:
+            "How the output cap (maxOutputTokens) is sent with every request: max_tokens (most compatible servers), max_completion_tokens (OpenAI's newer models), or off (not sent; prompts are still sized to leave it free).",
+        },
+      ),
       timeoutMs: setting(positiveInt.default(120_000), {
         env: "ALMANAC_MODEL_TIMEOUT_MS",
         description: "Per-request timeout for model calls.",
