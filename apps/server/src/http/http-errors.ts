@@ -37,6 +37,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = {
   "memory.not_found": 404,
   "memory.conflict": 409,
   "memory.shrink_refused": 409,
+  "memory.reindex_running": 409,
   "summarizer.job_not_found": 404,
   "summarizer.job_not_parked": 409,
   "storage.full": 507,

@@ -35,8 +35,12 @@ export async function registerIndexRoutes(app: FastifyInstance, memory: MemorySe
     "/api/memory/index/reindex",
     { schema: { tags: ["memory"], summary: "Rebuild the index from the Markdown" } },
     async (_request, reply) => {
-      const started = memory.startReindex();
-      return reply.status(started ? 202 : 409).send({ started, status: await memory.indexStatus() });
+      if (!memory.startReindex())
+        throw new UserError(
+          "memory.reindex_running",
+          "A reindex is already running; follow it with GET /api/memory/index.",
+        );
+      return reply.status(202).send({ started: true, status: await memory.indexStatus() });
     },
   );
 }
