@@ -54,12 +54,12 @@ export async function spawnServer(env: Record<string, string>, timeoutMs = 20_00
 
 /** Waits until `condition` holds, polling; fails after the timeout. */
 export async function waitFor(
-  condition: () => boolean,
+  condition: () => boolean | Promise<boolean>,
   timeoutMs = 10_000,
   what = "condition",
 ): Promise<void> {
   const started = Date.now();
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
