@@ -1,4 +1,5 @@
 import { script } from "@almanac/testkit";
+import type { InjectOptions } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { startTestServer, TEST_TOKEN, type TestServer } from "./test-server.js";
 
@@ -33,7 +34,7 @@ describe("errors in the documented shape", () => {
     running = await startTestServer({ withModel: false });
     const app = running.server.app;
     const cases: Array<{
-      request: Parameters<typeof app.inject>[0];
+      request: InjectOptions;
       status: number;
       code: string;
     }> = [
