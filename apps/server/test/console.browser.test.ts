@@ -83,8 +83,10 @@ describe("console routes", () => {
     const script = await fetch(`${running.server.url}${asset}`);
     expect(script.status).toBe(200);
     expect(script.headers.get("content-type")).toContain("javascript");
-    expect((await fetch(`${running.server.url}/assets/missing.js`)).status).toBe(404);
-    expect((await fetch(`${running.server.url}/favicon.ico`)).status).toBe(404);
+    // Missing files are unknown paths: 401 without the token (deny by default), 404 with it.
+    expect((await fetch(`${running.server.url}/assets/missing.js`)).status).toBe(401);
+    expect((await running.api("/assets/missing.js")).status).toBe(404);
+    expect((await fetch(`${running.server.url}/favicon.ico`)).status).toBe(401);
     const unknownApi = await running.api("/api/no-such-route");
     expect(unknownApi.status).toBe(404);
     expect(((await unknownApi.json()) as { error: { code: string } }).error.code).toBe("route.not_found");
