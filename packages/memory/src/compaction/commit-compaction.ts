@@ -21,6 +21,12 @@ export interface CompactionBatch {
  */
 export type CompactionJournal = (batch: CompactionBatch) => Promise<void>;
 
+/**
+ * Finds messages as they were first said, by id (absent ids are not known). The compactor asks it for
+ * messages that reach the journal shortened (`compressed` mark) without an original it kept itself.
+ */
+export type OriginalsLookup = (ids: readonly string[]) => Promise<ReadonlyMap<string, Message>>;
+
 /** The changes one compaction makes to memory. */
 export interface CompactionCommit {
   /** Shortened versions (same ids, `compressed` mark) of messages that stay in the prompt. */

@@ -1,6 +1,6 @@
 import { type ChatModel, type Logger, silentLogger, type TokenCounter, UserError } from "@almanac/core";
 import type { CheapPassLimits } from "./cheap-passes.js";
-import type { CompactionJournal } from "./commit-compaction.js";
+import type { CompactionJournal, OriginalsLookup } from "./commit-compaction.js";
 import type { CompactionEvent } from "./compaction-events.js";
 import { defaultRatioBounds, type RatioBounds } from "./context-check.js";
 import type { KeepRecentBudget } from "./split-turns.js";
@@ -56,6 +56,8 @@ export interface CompactorOptions {
   readonly summaryTimeoutMs?: number;
   /** Awaited before every commit; see {@link CompactionJournal}. */
   readonly journal?: CompactionJournal;
+  /** Originals of messages shortened before this compactor existed (e.g. from the session transcript). */
+  readonly originals?: OriginalsLookup;
   readonly onEvent?: (event: CompactionEvent) => void;
   /** Put a one-line notice for the user on `compaction-end` events of compactions that summarized. Default false. */
   readonly notifyUser?: boolean;

@@ -65,18 +65,18 @@ function setup(overrides: Partial<CompactorOptions> = {}) {
 const input = { systemPrompt, tools };
 
 describe("createCompactor: check", () => {
-  it("counts exactly what the agent would send: system prompt, summary, active messages and tool specs", () => {
+  it("counts what the agent would send the way providers do: messages with framing, tool specs, reply priming", () => {
     const { compactor } = setup();
     const memory = new WorkingMemory({
       messages: conversation(3, 400),
       summary: { text: "## Goal\nx", updatedAt: 1, compactions: 1 },
     });
     const expected =
-      counter.countMessages(buildPrompt({ systemPrompt, memory })) + countToolTokens(counter, tools);
+      counter.countMessages(buildPrompt({ systemPrompt, memory })) + countToolTokens(counter, tools) + 3;
     expect(compactor.check(memory, input)).toMatchObject({ countedTokens: expected, ratio: 1, due: false });
   });
 
-  it("corrects our count by the provider's last reported prompt tokens, clamped", () => {
+  it("corrects our count by the provider's reported prompt tokens: first taken as is, then smoothed, clamped", () => {
     const { compactor } = setup();
     const memory = new WorkingMemory({ messages: conversation(3, 400) });
     const first = compactor.check(memory, input);
@@ -89,10 +89,15 @@ describe("createCompactor: check", () => {
     expect(second.ratio).toBeCloseTo(1.5, 2);
     expect(second.promptTokens).toBe(Math.ceil(second.countedTokens * second.ratio));
     expect(memory.counter(compactionCounters.tokenRatio)).toBeCloseTo(1.5, 2);
+    // Clamped to 2, then half way from 1.5.
     const wild = { promptTokens: second.countedTokens * 10, completionTokens: 1, totalTokens: 1 };
-    expect(compactor.check(memory, { ...input, lastUsage: wild }).ratio).toBe(2);
+    expect(compactor.check(memory, { ...input, lastUsage: wild }).ratio).toBeCloseTo(1.75, 5);
     // The same usage object again (a step that reported none) teaches nothing new.
-    expect(compactor.check(memory, { ...input, lastUsage: wild }).ratio).toBe(2);
+    expect(compactor.check(memory, { ...input, lastUsage: wild }).ratio).toBeCloseTo(1.75, 5);
+    // The last step of a turn is learnt through observe(); measure() learns nothing.
+    compactor.observe(memory, { ...wild });
+    expect(compactor.measure(memory, input).ratio).toBeCloseTo(1.875, 5);
+    expect(compactor.measure(memory, input).ratio).toBeCloseTo(1.875, 5);
   });
 
   it("says compaction is due once the corrected prompt is over the threshold", () => {
@@ -159,6 +164,56 @@ describe("createCompactor: compact", () => {
     expect(memory.counter(compactionCounters.count)).toBe(1);
     expect(memory.activeMessages().at(-3)?.role).toBe("assistant");
     expect(wirePairingProblems(toOpenAIMessages(buildPrompt({ systemPrompt, memory })))).toEqual([]);
+  });
+
+  it("journals the originals of outputs it shortened in an earlier compaction (it lives as long as the session)", async () => {
+    const { compactor, batches } = setup();
+    const original = conversation(6, 2_500);
+    const memory = new WorkingMemory({ messages: original });
+    expect((await compactor.compact(memory, { ...input, reason: "auto" })).outcome).toBe("compressed");
+    const shortened = memory.messages.filter((message) => hasMark(message, "compressed"));
+    expect(shortened.length).toBeGreaterThan(0);
+    // Later turns, then a compaction that summarizes the shortened outputs.
+    memory.append(...conversation(2, 100, 7));
+    expect((await compactor.compact(memory, { ...input, reason: "command" })).outcome).toBe("summarized");
+    const journaled = new Map(batches[0]?.messages.map((message) => [message.id, message]));
+    for (const message of shortened) {
+      expect(journaled.get(message.id)).toBe(original.find((candidate) => candidate.id === message.id));
+    }
+  });
+
+  it("asks `originals` for messages shortened before it existed (a restart), and journals them in full", async () => {
+    const original = conversation(6, 2_500);
+    const memory = new WorkingMemory({ messages: original });
+    await setup().compactor.compact(memory, { ...input, reason: "auto" });
+    const shortened = memory.messages.filter((message) => hasMark(message, "compressed"));
+    expect(shortened.length).toBeGreaterThan(0);
+    const asked: string[][] = [];
+    const transcript = new Map(original.map((message) => [message.id, message]));
+    const reloaded = setup({
+      originals: async (ids) => {
+        asked.push([...ids]);
+        return new Map(
+          ids.flatMap((id) => (transcript.has(id) ? [[id, transcript.get(id) as Message]] : [])),
+        );
+      },
+    });
+    await reloaded.compactor.compact(memory, { ...input, reason: "command" });
+    expect(asked.flat().sort()).toEqual(shortened.map((message) => message.id).sort());
+    const journaled = new Map(reloaded.batches[0]?.messages.map((message) => [message.id, message]));
+    for (const message of shortened) expect(journaled.get(message.id)).toBe(transcript.get(message.id));
+  });
+
+  it("journals a message as memory holds it when `originals` fails, and logs why", async () => {
+    const memory = new WorkingMemory({ messages: conversation(6, 2_500) });
+    await setup().compactor.compact(memory, { ...input, reason: "auto" });
+    const { compactor, batches } = setup({
+      originals: async () => {
+        throw new Error("transcript unreadable");
+      },
+    });
+    await compactor.compact(memory, { ...input, reason: "command" });
+    expect(batches[0]?.messages.some((message) => hasMark(message, "compressed"))).toBe(true);
   });
 
   it("marks nothing when the journal fails, and says so in the end event", async () => {

@@ -1,5 +1,12 @@
 import type { HookRegistry, WorkingMemory } from "@almanac/agent";
-import { describeError, InternalError, type Message, type ToolSpec, type Usage } from "@almanac/core";
+import {
+  describeError,
+  hasMark,
+  InternalError,
+  type Message,
+  type ToolSpec,
+  type Usage,
+} from "@almanac/core";
 import { compressOldMessages, cutGiantOutputs, indexToolCalls, type PassStats } from "./cheap-passes.js";
 import { type CompactionReason, commitCompaction } from "./commit-compaction.js";
 import {
@@ -16,7 +23,15 @@ import {
   passLimits,
   resolveCompactorOptions,
 } from "./compactor-options.js";
-import { correctTokens, createPromptMeter, updateTokenRatio } from "./context-check.js";
+import {
+  type ContextMeter,
+  correctTokens,
+  createContextMeter,
+  type PromptInput,
+  type PromptMeasure,
+  tokenRatioCounter,
+  updateTokenRatio,
+} from "./context-check.js";
 import { isCompactedIndex, splitForCompaction, splitParts } from "./split-turns.js";
 import { type SummaryOutcome, summarizeMessages } from "./summarize.js";
 import type { ResolvedThreshold } from "./thresholds.js";
@@ -28,7 +43,7 @@ export const compactionCounters = Object.freeze({
   /** Compactions in a row that left the prompt over the threshold. */
   strikes: "compaction.strikes",
   /** Provider prompt tokens ÷ our count, learnt from the last reported usage. */
-  tokenRatio: "compaction.tokenRatio",
+  tokenRatio: tokenRatioCounter,
 });
 
 /** What a context check needs: the same inputs the agent's next request is built from. */
@@ -63,10 +78,23 @@ export interface CompactInput extends CheckInput {
   readonly signal?: AbortSignal | undefined;
 }
 
-/** Context compaction for one model. Stateless across sessions: everything lives in the working memory. */
+/**
+ * Context compaction. Create one per session and keep it as long as the session is loaded: besides what
+ * lives in the working memory (marks, summary, counters), it remembers the originals of tool outputs the
+ * cheap passes shortened, so the journal gets them when they are compacted later.
+ */
 export interface Compactor {
   /** The threshold numbers this compactor was configured with. */
   readonly threshold: ResolvedThreshold;
+  /** The meter behind every check: use it to show the same count the compaction decision uses. */
+  readonly meter: ContextMeter;
+  /** The next request's size, as {@link check} counts it, without learning anything. */
+  measure(memory: WorkingMemory, input: PromptInput): PromptMeasure;
+  /**
+   * Learns the provider ratio from the usage reported for the last request checked for this memory
+   * (e.g. the last step of a turn, which no later check sees). The same usage object twice teaches once.
+   */
+  observe(memory: WorkingMemory, usage: Usage | undefined): void;
   /**
    * Measures the next request. Also learns the provider ratio from `lastUsage` and clears the strikes once
    * the prompt is back under the threshold (both stored in `memory.counters`).
@@ -89,7 +117,8 @@ interface MemoryState {
   usage: Usage | undefined;
   /**
    * Content before any cheap pass, of messages shortened in memory but not compacted yet, so the journal
-   * gets the original. In-process only: after a restart the session transcript is where originals live.
+   * gets the original. In-process only: for messages shortened before this compactor existed (a restart,
+   * an unloaded session), `options.originals` looks them up (the server reads the session transcript).
    */
   readonly originals: Map<string, Message>;
 }
@@ -99,7 +128,8 @@ export function createCompactor(options: CompactorOptions): Compactor {
   const resolved = resolveCompactorOptions(options);
   const { clock, logger, threshold } = resolved;
   const counter = options.tokenCounter;
-  const meter = createPromptMeter(counter);
+  const meter = createContextMeter(counter);
+  // Keyed by the memory, which lives as long as the loaded session (and so does this compactor).
   const states = new WeakMap<WorkingMemory, MemoryState>();
 
   const stateOf = (memory: WorkingMemory): MemoryState => {
@@ -111,8 +141,17 @@ export function createCompactor(options: CompactorOptions): Compactor {
     return state;
   };
   const ratioOf = (memory: WorkingMemory): number => memory.counters[compactionCounters.tokenRatio] ?? 1;
-  const measure = (memory: WorkingMemory, input: CheckInput, messages = memory.activeMessages()): number =>
-    meter.count({ systemPrompt: input.systemPrompt, summary: memory.summary, messages, tools: input.tools });
+  const measure = (memory: WorkingMemory, input: PromptInput, messages = memory.activeMessages()): number =>
+    meter.measure(memory, input, messages).countedTokens;
+  const observe = (memory: WorkingMemory, usage: Usage | undefined): void => {
+    const state = stateOf(memory);
+    if (usage === undefined || usage === state.usage) return;
+    state.usage = usage;
+    const previous = memory.counters[compactionCounters.tokenRatio];
+    const learnt = updateTokenRatio(previous, usage, state.counted, resolved.ratioBounds);
+    if (learnt !== previous && state.counted !== undefined)
+      memory.setCounter(compactionCounters.tokenRatio, learnt);
+  };
   const emit = (event: CompactionEvent): void => {
     try {
       options.onEvent?.(event);
@@ -123,13 +162,8 @@ export function createCompactor(options: CompactorOptions): Compactor {
 
   const check = (memory: WorkingMemory, input: CheckInput): ContextCheck => {
     const state = stateOf(memory);
-    let ratio = ratioOf(memory);
-    if (input.lastUsage !== undefined && input.lastUsage !== state.usage) {
-      const learnt = updateTokenRatio(ratio, input.lastUsage, state.counted, resolved.ratioBounds);
-      state.usage = input.lastUsage;
-      if (learnt !== ratio) memory.setCounter(compactionCounters.tokenRatio, learnt);
-      ratio = learnt;
-    }
+    observe(memory, input.lastUsage);
+    const ratio = ratioOf(memory);
     const countedTokens = measure(memory, input);
     state.counted = countedTokens;
     const promptTokens = correctTokens(countedTokens, ratio);
@@ -182,6 +216,31 @@ export function createCompactor(options: CompactorOptions): Compactor {
         signal: input.signal,
       },
     );
+  };
+
+  /**
+   * The messages as they were said: the original this compactor kept, else (a message shortened before it
+   * existed, e.g. before a restart) the one `options.originals` finds, else the message as memory holds it.
+   */
+  const originalsOf = async (
+    messages: readonly Message[],
+    kept: ReadonlyMap<string, Message>,
+  ): Promise<Message[]> => {
+    const missing = messages
+      .filter((message) => !kept.has(message.id) && hasMark(message, "compressed"))
+      .map((message) => message.id);
+    let found: ReadonlyMap<string, Message> = new Map();
+    if (missing.length > 0 && options.originals) {
+      try {
+        found = await options.originals(missing);
+      } catch (error) {
+        logger.warn(
+          { messages: missing.length, error: describeError(error) },
+          "could not look up the originals of shortened messages; journaling them shortened",
+        );
+      }
+    }
+    return messages.map((message) => kept.get(message.id) ?? found.get(message.id) ?? message);
   };
 
   const run = async (memory: WorkingMemory, input: CompactInput, startedAt: number, before: number) => {
@@ -243,9 +302,10 @@ export function createCompactor(options: CompactorOptions): Compactor {
       remember(replacements);
     } else {
       summary = await summarize(memory, parts, calls, input, ratio);
-      const journaled = active
-        .filter((message) => leavingIds.has(message.id))
-        .map((message) => originals.get(message.id) ?? message);
+      const journaled = await originalsOf(
+        active.filter((message) => leavingIds.has(message.id)),
+        originals,
+      );
       try {
         await options.journal?.({
           reason: input.reason,
@@ -311,6 +371,9 @@ export function createCompactor(options: CompactorOptions): Compactor {
 
   const compactor: Compactor = {
     threshold,
+    meter,
+    measure: (memory, input) => meter.measure(memory, input),
+    observe,
     check,
     async compact(memory, input) {
       const startedAt = clock();

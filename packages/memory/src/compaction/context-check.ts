@@ -24,8 +24,9 @@ export interface PromptParts {
 
 /**
  * Counts the tokens of a would-be request with our tokenizer (no provider correction), the way providers
- * count a chat request: every message with its framing (core's counter), the tool specs in their wire form
- * (`{"type":"function","function":{…}}`), and the reply priming.
+ * count a chat request: every message with its framing (core's counter), the tool specs as core's
+ * `countToolTokens` counts them (their wire form; the strict scripted server uses the same rule), and the
+ * reply priming.
  */
 export interface PromptMeter {
   count(parts: PromptParts): number;
@@ -69,7 +70,7 @@ export function createPromptMeter(counter: TokenCounter): PromptMeter {
     if (tools.length === 0) return 0;
     let tokens = toolTokens.get(tools);
     if (tokens === undefined) {
-      const text = JSON.stringify(tools.map(toWireTool));
+      const text = JSON.stringify(tools);
       if (text !== lastToolsText) {
         lastToolsText = text;
         lastToolsTokens = countToolTokens(counter, tools);
@@ -92,14 +93,6 @@ export function createPromptMeter(counter: TokenCounter): PromptMeter {
       }
       return total;
     },
-  };
-}
-
-/** A tool spec as OpenAI-compatible providers receive it (and count it). */
-function toWireTool(tool: ToolSpec): unknown {
-  return {
-    type: "function",
-    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
   };
 }
 

@@ -1,5 +1,10 @@
 export type { CheapPassName, PassStats } from "./cheap-passes.js";
-export type { CompactionBatch, CompactionJournal, CompactionReason } from "./commit-compaction.js";
+export type {
+  CompactionBatch,
+  CompactionJournal,
+  CompactionReason,
+  OriginalsLookup,
+} from "./commit-compaction.js";
 export {
   type CompactionEndEvent,
   type CompactionEvent,
@@ -17,7 +22,13 @@ export {
   createCompactor,
 } from "./compactor.js";
 export type { CheapPassOptions, CompactorOptions, KeepRecentOptions } from "./compactor-options.js";
-export type { RatioBounds } from "./context-check.js";
+export {
+  type ContextMeter,
+  createContextMeter,
+  type PromptInput,
+  type PromptMeasure,
+  type RatioBounds,
+} from "./context-check.js";
 export {
   contextLengthErrorCode,
   isContextLengthError,
