@@ -233,6 +233,12 @@ async function main(): Promise<void> {
       ),
       ...languages.map((language) =>
         row(
+          `tune, ${language}`,
+          answerable.filter((question) => question.split === "tune" && question.language === language),
+        ),
+      ),
+      ...languages.map((language) =>
+        row(
           `language: ${language}`,
           answerable.filter((question) => question.language === language),
         ),
