@@ -10,6 +10,8 @@ export interface ServerMetrics {
   readonly queueDepth: Gauge;
   readonly runningTurns: Gauge;
   readonly loadedSessions: Gauge;
+  readonly contextTokensMax: Gauge;
+  readonly contextTokensSum: Gauge;
   readonly compactions: Counter<"trigger">;
 }
 
@@ -18,6 +20,8 @@ export function createMetrics(sample: {
   queueDepth: () => number;
   runningTurns: () => number;
   loadedSessions: () => number;
+  /** Prompt tokens of each loaded session's next request, as `/status` shows them. */
+  contextTokens?: () => readonly number[];
 }): ServerMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: "almanac_process_" });
@@ -71,6 +75,22 @@ export function createMetrics(sample: {
       registers: [registry],
       collect() {
         this.set(sample.loadedSessions());
+      },
+    }),
+    contextTokensMax: new Gauge({
+      name: "almanac_context_tokens_max",
+      help: "Largest prompt among loaded sessions: tokens of its next request, the count compaction triggers on.",
+      registers: [registry],
+      collect() {
+        this.set(Math.max(0, ...(sample.contextTokens?.() ?? [])));
+      },
+    }),
+    contextTokensSum: new Gauge({
+      name: "almanac_context_tokens_sum",
+      help: "Prompt tokens of the next request of every loaded session, summed.",
+      registers: [registry],
+      collect() {
+        this.set((sample.contextTokens?.() ?? []).reduce((sum, tokens) => sum + tokens, 0));
       },
     }),
     compactions: new Counter({

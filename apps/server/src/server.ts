@@ -81,6 +81,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     queueDepth: () => scheduler.stats().queued,
     runningTurns: () => scheduler.stats().running,
     loadedSessions: () => sessions?.loadedCount() ?? 0,
+    contextTokens: () => sessions?.loadedContextTokens() ?? [],
   });
   const missing = missingModelSettings(config);
   const basePrompt = config.agent.systemPrompt ?? DEFAULT_SYSTEM_PROMPT;

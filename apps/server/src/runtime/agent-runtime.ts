@@ -5,29 +5,31 @@ import {
   type Toolkit,
   type WorkingMemory,
 } from "@almanac/agent";
-import type { ChatModel, Logger, Message, TokenCounter, Usage } from "@almanac/core";
+import type { ChatModel, Logger, Message, TokenCounter, ToolSpec, Usage } from "@almanac/core";
 import {
   type CompactionEvent,
   createCompactor,
   type MemoryScope,
+  type OriginalsLookup,
   runWithOverflowRecovery,
 } from "@almanac/memory";
 import type { AlmanacConfig } from "../config/config-schema.js";
 
-/** One turn or command, as the session manager hands it to the runtime. */
-export interface TurnContext {
-  readonly sessionKey: string;
-  readonly systemPrompt: string;
+/** One turn of a session: its memory, how to stream, and how to keep the transcript complete. */
+export interface TurnRun {
   readonly memory: WorkingMemory;
   readonly signal?: AbortSignal;
-}
-
-/** A turn: the context plus how to stream and how to keep the transcript complete. */
-export interface TurnRun extends TurnContext {
   readonly stream?: boolean;
   readonly onTextDelta?: (text: string) => void;
   /** Writes new messages to the transcript; runs before every reasoning step, ahead of compaction. */
   readonly transcribe?: () => Promise<void>;
+}
+
+/** `/compact [focus]` on a session's memory. */
+export interface CompactRun {
+  readonly memory: WorkingMemory;
+  readonly focus?: string;
+  readonly signal?: AbortSignal;
 }
 
 /** What a turn produced. */
@@ -38,14 +40,35 @@ export interface TurnOutcome {
   readonly notices: readonly string[];
 }
 
-/** The agent side of a session: running turns and compacting on request. Absent when no model is configured. */
+/** What the agent side of a session is made from, once, when the session is loaded. */
+export interface AgentSessionOptions {
+  readonly sessionKey: string;
+  /** Fixed for the session's life in memory, so the prompt prefix stays stable (and cacheable). */
+  readonly systemPrompt: string;
+  /** Originals of messages shortened before this session was loaded (the server reads the transcript). */
+  readonly originals?: OriginalsLookup;
+}
+
+/**
+ * The agent side of one loaded session: its compactor (which keeps the originals of the tool outputs it
+ * shortened, for the journal) and its meter. Made when the session is loaded, dropped when it is unloaded
+ * or reset: per-session state must not be rebuilt per turn.
+ */
+export interface AgentSession {
+  /** Prompt tokens of the session's next request: the count compaction decides on (see docs/compaction.md). */
+  contextTokens(memory: WorkingMemory): number;
+  runTurn(turn: TurnRun): Promise<TurnOutcome>;
+  /** `/compact [focus]`: compacts now and says what happened in one line. */
+  compact(run: CompactRun): Promise<string>;
+}
+
+/** The agent side of the server: one per model configuration. Absent when no model is configured. */
 export interface AgentRuntime {
   readonly modelName: string;
   /** The system prompt of a session, given the memory excerpt loaded when the session started. */
   systemPrompt(memoryContext: string): string;
-  runTurn(turn: TurnRun): Promise<TurnOutcome>;
-  /** `/compact [focus]`: compacts now and says what happened in one line. */
-  compact(turn: TurnContext & { readonly focus?: string }): Promise<string>;
+  /** Creates the agent side of a session; call once per loaded session. */
+  openSession(options: AgentSessionOptions): AgentSession;
 }
 
 /** Options of {@link createAgentRuntime}. */
@@ -85,8 +108,13 @@ export interface AgentRuntimeOptions {
  */
 export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
   const { config, model, toolkit, tokenCounter, logger } = options;
-  const compactorFor = (sessionKey: string, notices: string[]) =>
-    createCompactor({
+
+  const openSession = (session: AgentSessionOptions): AgentSession => {
+    const { sessionKey, systemPrompt } = session;
+    const scope = options.scopeOf(sessionKey);
+    // Notices of the running turn; turns of one session never overlap (the lane scheduler).
+    let notices: string[] = [];
+    const compactor = createCompactor({
       tokenCounter,
       contextWindow: config.model.contextWindow,
       maxOutputTokens: config.model.maxOutputTokens,
@@ -97,6 +125,7 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
       summaryModel: options.compactionModel,
       fallbackModel: model,
       journal: (batch) => options.journal(sessionKey, batch.reason, batch.messages, batch.summary),
+      ...(session.originals ? { originals: session.originals } : {}),
       notifyUser: config.compaction.notify,
       onEvent: (event) => {
         if (event.type === "compaction-end" && event.outcome !== "failed" && event.notice)
@@ -105,6 +134,74 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
       },
       logger: logger.child({ sessionKey, component: "compaction" }),
     });
+    // Specs for measuring between turns; a turn measures with its own toolkit's (equal) specs.
+    let specs: readonly ToolSpec[] | undefined;
+    const measuringSpecs = (): readonly ToolSpec[] => {
+      specs ??= toolkit(scope).specs();
+      return specs;
+    };
+
+    return {
+      contextTokens: (memory) =>
+        compactor.measure(memory, { systemPrompt, tools: measuringSpecs() }).promptTokens,
+      async runTurn(turn) {
+        notices = [];
+        const turnToolkit = toolkit(scope);
+        const tools = turnToolkit.specs();
+        const hooks = createHookRegistry();
+        // Registration order is run order: the transcript sees every message before compaction can shorten it.
+        const transcribe = turn.transcribe;
+        if (transcribe) hooks.on("preReasoning", async () => transcribe());
+        compactor.attach(hooks);
+        const agent: Agent = createAgent({
+          model,
+          toolkit: turnToolkit,
+          hooks,
+          systemPrompt,
+          maxIterations: config.agent.maxIterations,
+          logger: logger.child({ sessionKey }),
+        });
+        const result = await runWithOverflowRecovery(
+          () =>
+            agent.run({
+              memory: turn.memory,
+              ...(turn.signal ? { signal: turn.signal } : {}),
+              ...(turn.stream ? { stream: true } : {}),
+              onEvent: (event) => {
+                if (event.type === "text-delta") turn.onTextDelta?.(event.text);
+              },
+            }),
+          () =>
+            compactor.compact(turn.memory, {
+              systemPrompt,
+              tools,
+              reason: "overflow",
+              ...(turn.signal ? { signal: turn.signal } : {}),
+            }),
+        );
+        // The last step's usage reaches no later check in this turn: learn the provider ratio from it now.
+        compactor.observe(turn.memory, result.usage.at(-1));
+        return { reply: result.reply, usage: result.usage, notices };
+      },
+      async compact(run) {
+        notices = [];
+        const result = await compactor.compact(run.memory, {
+          systemPrompt,
+          tools: measuringSpecs(),
+          reason: "command",
+          ...(run.focus ? { focus: run.focus } : {}),
+          ...(run.signal ? { signal: run.signal } : {}),
+        });
+        const counts = `${result.tokensBefore.toLocaleString("en-US")} → ${result.tokensAfter.toLocaleString("en-US")} tokens`;
+        if (result.outcome === "summarized") {
+          return `Compacted ${result.compactedMessages} messages into the rolling summary (${counts}, summary by ${result.summarizer}).`;
+        }
+        if (result.outcome === "compressed")
+          return `Shortened old tool output without summarizing (${counts}).`;
+        return `Nothing to compact yet (${counts}).`;
+      },
+    };
+  };
 
   return {
     modelName: model.modelName,
@@ -112,60 +209,6 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
       [options.basePrompt, options.memoryGuide ?? "", memoryContext]
         .filter((part) => part !== "")
         .join("\n\n"),
-    async runTurn(turn) {
-      const notices: string[] = [];
-      const compactor = compactorFor(turn.sessionKey, notices);
-      const turnToolkit = toolkit(options.scopeOf(turn.sessionKey));
-      const tools = turnToolkit.specs();
-      const hooks = createHookRegistry();
-      // Registration order is run order: the transcript sees every message before compaction can shorten it.
-      const transcribe = turn.transcribe;
-      if (transcribe) hooks.on("preReasoning", async () => transcribe());
-      compactor.attach(hooks);
-      const agent: Agent = createAgent({
-        model,
-        toolkit: turnToolkit,
-        hooks,
-        systemPrompt: turn.systemPrompt,
-        maxIterations: config.agent.maxIterations,
-        logger: logger.child({ sessionKey: turn.sessionKey }),
-      });
-      const result = await runWithOverflowRecovery(
-        () =>
-          agent.run({
-            memory: turn.memory,
-            ...(turn.signal ? { signal: turn.signal } : {}),
-            ...(turn.stream ? { stream: true } : {}),
-            onEvent: (event) => {
-              if (event.type === "text-delta") turn.onTextDelta?.(event.text);
-            },
-          }),
-        () =>
-          compactor.compact(turn.memory, {
-            systemPrompt: turn.systemPrompt,
-            tools,
-            reason: "overflow",
-            ...(turn.signal ? { signal: turn.signal } : {}),
-          }),
-      );
-      return { reply: result.reply, usage: result.usage, notices };
-    },
-    async compact(turn) {
-      const notices: string[] = [];
-      const result = await compactorFor(turn.sessionKey, notices).compact(turn.memory, {
-        systemPrompt: turn.systemPrompt,
-        tools: toolkit(options.scopeOf(turn.sessionKey)).specs(),
-        reason: "command",
-        ...(turn.focus ? { focus: turn.focus } : {}),
-        ...(turn.signal ? { signal: turn.signal } : {}),
-      });
-      const counts = `${result.tokensBefore.toLocaleString("en-US")} → ${result.tokensAfter.toLocaleString("en-US")} tokens`;
-      if (result.outcome === "summarized") {
-        return `Compacted ${result.compactedMessages} messages into the rolling summary (${counts}, summary by ${result.summarizer}).`;
-      }
-      if (result.outcome === "compressed")
-        return `Shortened old tool output without summarizing (${counts}).`;
-      return `Nothing to compact yet (${counts}).`;
-    },
+    openSession,
   };
 }

@@ -7,12 +7,15 @@ import {
   type ChatRequest,
   type ChatResponse,
   createMessage,
+  createTokenCounter,
   type InboundMessage,
   sessionKeyToFileStem,
 } from "@almanac/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createTestSessionManager } from "../testing/test-session-manager.js";
-import type { SessionManager } from "./session-manager.js";
+import { createLaneScheduler } from "../sessions/lane-scheduler.js";
+import { createSessionStore } from "../sessions/session-store.js";
+import { createTestRuntime, createTestSessionManager } from "../testing/test-session-manager.js";
+import { SessionManager } from "./session-manager.js";
 
 /** A model at the interface: answers with the number of user messages it was shown, after an optional gate. */
 class CountingModel implements ChatModel {
@@ -81,6 +84,34 @@ describe("SessionManager", () => {
     expect(manager.loadedCount()).toBe(0);
     const reply = await manager.handle({ inbound: inbound("a", "two") });
     expect(reply.text).toBe("seen 2");
+  });
+
+  it("builds a session's runtime (system prompt, compactor, meter) once when it is loaded, not per turn or command", async () => {
+    const opened: string[] = [];
+    const runtime = createTestRuntime(model, dir);
+    manager.close();
+    manager = new SessionManager({
+      store: createSessionStore({ dir }),
+      scheduler: createLaneScheduler({ maxConcurrent: 4, laneCapacity: 4 }),
+      runtime: {
+        ...runtime,
+        openSession: (options) => {
+          opened.push(options.sessionKey);
+          return runtime.openSession(options);
+        },
+      },
+      missingModelSettings: [],
+      tokenCounter: createTokenCounter(),
+      limits: { maxMessageChars: 1000, turnTimeoutMs: 10_000, idleUnloadMs: 60_000, contextWindow: 10_000 },
+      clock: () => now,
+    });
+    for (const text of ["one", "two", "/status", "/compact", "three"])
+      await manager.handle({ inbound: inbound("r", text) });
+    expect(opened).toEqual(["api:default:api:r"]);
+    now += 61_000;
+    expect(manager.unloadIdle()).toBe(1);
+    await manager.handle({ inbound: inbound("r", "four") });
+    expect(opened).toEqual(["api:default:api:r", "api:default:api:r"]);
   });
 
   it("answers with session.busy when a conversation already has too many waiting messages, and loses none it accepted", async () => {

@@ -1,9 +1,8 @@
-import { buildPrompt, type WorkingMemory } from "@almanac/agent";
+import type { WorkingMemory } from "@almanac/agent";
 import {
   createMessage,
   type Logger,
   type Message,
-  messageText,
   ProviderError,
   parseSessionKey,
   repairToolPairs,
@@ -13,7 +12,7 @@ import {
 } from "@almanac/core";
 import type { SessionStats } from "../sessions/session-snapshot.js";
 import type { SessionSummary } from "../sessions/session-store.js";
-import type { AgentRuntime } from "./agent-runtime.js";
+import type { AgentSession } from "./agent-runtime.js";
 import { type ChatCommand, HELP_TEXT, parseCommand } from "./commands.js";
 import {
   hasTranscript,
@@ -22,6 +21,7 @@ import {
   type UnusableSnapshot,
 } from "./session-recovery.js";
 import { historyReport, statusReport } from "./session-reports.js";
+import { createSessionRuntime, type SessionRuntime } from "./session-runtime.js";
 import type { SessionDetail, SessionManagerOptions, TurnRequest, TurnResult } from "./session-types.js";
 
 export type {
@@ -36,13 +36,11 @@ export type {
 interface LoadedSession {
   readonly key: string;
   readonly createdAt: number;
-  /** Fixed for the session's life in memory, so the prompt prefix stays stable (and cacheable). */
-  systemPrompt: string;
+  /** System prompt, compactor and meter: made once when the session is loaded, dropped with it. */
+  readonly runtime: SessionRuntime;
   memory: WorkingMemory;
   stats: SessionStats;
   lastUsed: number;
-  /** Tokens of the prompt's system message (system prompt + summary), kept while its text is unchanged. */
-  systemTokens?: { readonly text: string; readonly tokens: number };
   /** Ids of messages a failed write (full disk) kept out of the transcript; the next turn appends them first. */
   untranscribed?: ReadonlySet<string>;
 }
@@ -88,6 +86,11 @@ export class SessionManager {
     return this.#sessions.size;
   }
 
+  /** Prompt tokens of every loaded session's next request (the meter `/status` shows), for the metrics. */
+  loadedContextTokens(): number[] {
+    return [...this.#sessions.values()].map((session) => this.#contextTokens(session));
+  }
+
   /** Handles one inbound message: a command, or a turn of the agent. */
   async handle(request: TurnRequest): Promise<TurnResult> {
     const { inbound } = request;
@@ -126,7 +129,7 @@ export class SessionManager {
   }
 
   async #runTurn(session: LoadedSession, request: TurnRequest, laneSignal: AbortSignal): Promise<TurnResult> {
-    const runtime = this.#options.runtime as AgentRuntime;
+    const agent = session.runtime.agent as AgentSession;
     const { inbound } = request;
     const input = createMessage({
       role: "user",
@@ -150,9 +153,7 @@ export class SessionManager {
     const signals = [laneSignal, timeout];
     if (request.signal) signals.push(request.signal);
     try {
-      const result = await runtime.runTurn({
-        sessionKey: session.key,
-        systemPrompt: session.systemPrompt,
+      const result = await agent.runTurn({
         memory: session.memory,
         // Before every reasoning step (and so before compaction may shorten anything), new messages go to
         // the transcript as they were said.
@@ -216,12 +217,10 @@ export class SessionManager {
       case "history":
         return reply(historyReport(this.#report(session)));
       case "compact": {
-        const runtime = this.#options.runtime;
-        if (!runtime) return reply("Compaction needs a model; none is configured yet.");
+        const agent = session.runtime.agent;
+        if (!agent) return reply("Compaction needs a model; none is configured yet.");
         const before = new Set(session.memory.messages.map((message) => message.id));
-        const text = await runtime.compact({
-          sessionKey: session.key,
-          systemPrompt: session.systemPrompt,
+        const text = await agent.compact({
           memory: session.memory,
           ...(command.focus ? { focus: command.focus } : {}),
         });
@@ -229,6 +228,27 @@ export class SessionManager {
         return reply(text);
       }
     }
+  }
+
+  /** The session's runtime: its system prompt (with the memory excerpt of this moment), compactor and meter. */
+  async #openRuntime(key: string): Promise<SessionRuntime> {
+    return createSessionRuntime({
+      sessionKey: key,
+      systemPrompt: await this.#systemPromptFor(key),
+      runtime: this.#options.runtime,
+      tokenCounter: this.#options.tokenCounter,
+      originals: (ids) => this.#originals(key, ids),
+    });
+  }
+
+  /** Messages as they were said, from the transcript (written before compaction may shorten anything). */
+  async #originals(key: string, ids: readonly string[]): Promise<Map<string, Message>> {
+    const wanted = new Set(ids);
+    const found = new Map<string, Message>();
+    for await (const message of this.#options.store.readTranscript(key)) {
+      if (wanted.has(message.id) && !found.has(message.id)) found.set(message.id, message);
+    }
+    return found;
   }
 
   async #systemPromptFor(key: string): Promise<string> {
@@ -246,25 +266,15 @@ export class SessionManager {
     return runtime.systemPrompt(context);
   }
 
+  /** The one meter (see `SessionRuntime.contextTokens`). */
   #contextTokens(session: LoadedSession): number {
-    const [system, ...rest] = buildPrompt({ systemPrompt: session.systemPrompt, memory: session.memory });
-    const counter = this.#options.tokenCounter;
-    // buildPrompt makes a new system message every time, which the per-message cache cannot recognise;
-    // its text (prompt + memory excerpt + summary) only changes on compaction, so remember its count here.
-    let systemTokens = 0;
-    if (system) {
-      const text = messageText(system);
-      if (session.systemTokens?.text !== text)
-        session.systemTokens = { text, tokens: counter.countMessage(system) };
-      systemTokens = session.systemTokens.tokens;
-    }
-    return systemTokens + counter.countMessages(rest);
+    return session.runtime.contextTokens(session.memory);
   }
 
   #report(session: LoadedSession) {
     return {
       memory: session.memory,
-      systemPrompt: session.systemPrompt,
+      systemPrompt: session.runtime.systemPrompt,
       stats: session.stats,
       contextTokens: this.#contextTokens(session),
       contextWindow: this.#options.limits.contextWindow,
@@ -335,14 +345,14 @@ export class SessionManager {
 
   async #load(key: string, channel: string | undefined): Promise<LoadedSession> {
     const now = this.#clock();
-    const systemPrompt = await this.#systemPromptFor(key);
+    const runtime = await this.#openRuntime(key);
     const result = await readUsableSnapshot(this.#options.store, key);
-    if (result.status !== "ok") return this.#rebuild(key, channel, systemPrompt, result);
+    if (result.status !== "ok") return this.#rebuild(key, channel, runtime, result);
     const { snapshot, memory } = result;
     const session: LoadedSession = {
       key,
       createdAt: snapshot.createdAt,
-      systemPrompt,
+      runtime,
       memory,
       stats: snapshot.stats,
       lastUsed: now,
@@ -356,7 +366,7 @@ export class SessionManager {
   async #rebuild(
     key: string,
     channel: string | undefined,
-    systemPrompt: string,
+    runtime: SessionRuntime,
     snapshot: UnusableSnapshot,
   ): Promise<LoadedSession> {
     const now = this.#clock();
@@ -368,7 +378,7 @@ export class SessionManager {
       now,
       logger: this.#logger,
     });
-    const session: LoadedSession = { key, systemPrompt, lastUsed: now, ...state };
+    const session: LoadedSession = { key, runtime, lastUsed: now, ...state };
     if (fromTranscript) await this.#save(session, {});
     return session;
   }
@@ -429,7 +439,7 @@ export class SessionManager {
         session = {
           key,
           createdAt: result.snapshot.createdAt,
-          systemPrompt: await this.#systemPromptFor(key),
+          runtime: await this.#openRuntime(key),
           memory: result.memory,
           stats: result.snapshot.stats,
           lastUsed: this.#clock(),

@@ -1,5 +1,6 @@
 import type { WorkingMemory } from "@almanac/agent";
 import type { TokenCounter } from "@almanac/core";
+import { compactionCounters } from "@almanac/memory";
 import type { SessionStats } from "../sessions/session-snapshot.js";
 
 /** What the `/status` and `/history` reports are made from. */
@@ -7,7 +8,10 @@ export interface SessionReportInput {
   readonly memory: WorkingMemory;
   readonly systemPrompt: string;
   readonly stats: SessionStats;
-  /** Tokens the next prompt would take (system prompt + summary + uncompacted messages). */
+  /**
+   * Tokens the next request would take (system prompt, summary, uncompacted messages, tool specs, framing),
+   * corrected by the provider ratio: the session runtime's meter, the count compaction triggers on.
+   */
   readonly contextTokens: number;
   readonly contextWindow: number;
   readonly tokenCounter: TokenCounter;
@@ -20,11 +24,18 @@ export function statusReport(
   const { contextTokens: tokens, contextWindow: window } = input;
   return [
     `Model: ${input.model}`,
-    `Context: ${tokens} / ${window} tokens (${((tokens / window) * 100).toFixed(1)}%, counted with ${input.tokenCounter.method})`,
+    `Context: ${tokens} / ${window} tokens (${((tokens / window) * 100).toFixed(1)}%, ${meterNote(input)})`,
     `Messages: ${input.memory.messages.length} (${input.memory.activeMessages().length} in the prompt)`,
     `Turns: ${input.stats.turns}; compactions: ${input.stats.compactions}`,
     `Waiting messages in this conversation: ${input.queued}`,
   ].join("\n");
+}
+
+/** How the count was made: the tokenizer, and the provider correction once usage has been reported. */
+function meterNote(input: SessionReportInput): string {
+  const ratio = input.memory.counters[compactionCounters.tokenRatio];
+  const method = `counted with ${input.tokenCounter.method}`;
+  return ratio === undefined ? method : `${method}, ×${ratio.toFixed(3)} to match the provider's usage`;
 }
 
 /** The `/history` text: tokens per part of the context (system prompt, summary, messages by role, compacted). */
@@ -44,14 +55,21 @@ export function historyReport(input: SessionReportInput): string {
       tokens: entry.tokens + counter.countMessage(message),
     });
   }
+  const systemTokens = counter.countText(input.systemPrompt);
+  const summaryTokens = input.memory.summary ? counter.countText(input.memory.summary.text) : 0;
   const lines = [
-    `System prompt (with the memory excerpt): ${counter.countText(input.systemPrompt)} tokens`,
-    `Rolling summary: ${input.memory.summary ? counter.countText(input.memory.summary.text) : 0} tokens`,
+    `System prompt (with the memory excerpt): ${systemTokens} tokens`,
+    `Rolling summary: ${summaryTokens} tokens`,
   ];
+  let parts = systemTokens + summaryTokens;
   for (const role of ["user", "assistant", "tool"]) {
     const entry = byRole.get(role) ?? { count: 0, tokens: 0 };
     lines.push(`${role} messages: ${entry.count}, ${entry.tokens} tokens`);
+    parts += entry.tokens;
   }
+  lines.push(
+    `Tool specs, request framing and the provider correction: ${input.contextTokens - parts} tokens`,
+  );
   lines.push(`Compacted (kept in the transcript, out of the prompt): ${compacted} tokens`);
   lines.push(`Total in the prompt: ${input.contextTokens} of ${input.contextWindow} tokens`);
   return lines.join("\n");
