@@ -11,17 +11,24 @@ const baseUrl = z
   .transform((url) => url.replace(/\/+$/, ""))
   .default(DINGTALK_API_BASE_URL);
 
-const configSchema = z.object({
-  clientId: z.string().trim().min(1, "is required (the app's Client ID / AppKey)"),
-  clientSecret: z.string().trim().min(1, "is required (the app's Client Secret / AppSecret)"),
-  robotCode: z.string().trim().min(1).optional(),
-  account: z.string().trim().min(1).default("default"),
-  gatewayUrl: baseUrl,
-  apiBaseUrl: baseUrl,
-  throttleRetryDelayMs: z.number().int().min(0).default(1_000),
-  throttleRetries: z.number().int().min(0).max(10).default(3),
-  requestTimeoutMs: z.number().int().min(100).default(15_000),
-});
+const configSchema = z
+  .object({
+    clientId: z.string().trim().min(1, "is required (the app's Client ID / AppKey)"),
+    clientSecret: z.string().trim().min(1, "is required (the app's Client Secret / AppSecret)"),
+    robotCode: z.string().trim().min(1).optional(),
+    account: z.string().trim().min(1).default("default"),
+    gatewayUrl: baseUrl,
+    apiBaseUrl: baseUrl,
+    throttleRetryDelayMs: z.number().int().min(0).default(1_000),
+    throttleRetries: z.number().int().min(0).max(10).default(3),
+    requestTimeoutMs: z.number().int().min(100).default(15_000),
+    keepAliveIntervalMs: z.number().int().min(10).default(10_000),
+    keepAliveTimeoutMs: z.number().int().min(20).default(30_000),
+  })
+  .refine((config) => config.keepAliveTimeoutMs > config.keepAliveIntervalMs, {
+    path: ["keepAliveTimeoutMs"],
+    message: "must be longer than keepAliveIntervalMs (a pong needs time to come back)",
+  });
 
 /** The system clock. */
 export const systemClock: DingTalkClock = {

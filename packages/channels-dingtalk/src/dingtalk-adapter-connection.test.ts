@@ -72,6 +72,44 @@ describe("DingTalk adapter: connection", () => {
     expect(fake.connections().filter((connection) => connection.closedAt === undefined)).toHaveLength(1);
   });
 
+  it("notices a half-open connection within the keep-alive timeout, says reconnecting and delivers afterwards", async () => {
+    const keepAlive = { keepAliveIntervalMs: 50, keepAliveTimeoutMs: 250 };
+    const harness = await startHarness({ adapter: keepAlive });
+    cleanups.push(() => harness.close());
+    const { fake, adapter, logs, nextInbound } = harness;
+    // A healthy connection answers the pings and is kept: several timeouts' worth of pings, still one connection.
+    await waitUntil(() => fake.clientPings() >= 15, { message: "15 keep-alive pings" });
+    expect(fake.connections()).toHaveLength(1);
+    expect(adapter.status().state).toBe("ready");
+
+    fake.stallConnection();
+    const stalledAt = Date.now();
+    const during = fake.sendRobotMessage({ conversation: "single", text: "sent into the stall" });
+    const seen: { state: string; detail?: string; at: number }[] = [];
+    await waitUntil(
+      () => {
+        const { state, detail } = adapter.status();
+        seen.push({ state, ...(detail === undefined ? {} : { detail }), at: Date.now() });
+        return fake.connections().length === 2 && fake.isConnected();
+      },
+      { intervalMs: 5, message: "a second connection after the stall" },
+    );
+    const reconnecting = seen.find((entry) => entry.state === "connecting");
+    expect(reconnecting?.detail).toMatch(/^reconnecting: no frame or pong from the gateway for \d+ ms/);
+    // Noticed after the timeout, and within the timeout plus one interval (plus scheduling slack).
+    const noticedAfterMs = (reconnecting?.at ?? Number.POSITIVE_INFINITY) - stalledAt;
+    expect(noticedAfterMs).toBeLessThan(keepAlive.keepAliveTimeoutMs + keepAlive.keepAliveIntervalMs + 750);
+    const silent = logs.find((entry) => entry.message === "DingTalk stream went silent; reconnecting");
+    expect(silent?.fields.silentMs).toBeGreaterThanOrEqual(keepAlive.keepAliveTimeoutMs);
+
+    expect((await nextInbound(1)).id).toBe(during.msgId);
+    await waitUntil(() => adapter.status().state === "ready", { message: "ready again" });
+    const after = fake.sendRobotMessage({ conversation: "group", text: "after the reconnect" });
+    expect((await nextInbound(2)).id).toBe(after.msgId);
+    await waitUntil(() => fake.acks().length === 2, { message: "both acked" });
+    expect(fake.problems()).toEqual([]);
+  });
+
   it("reports bad credentials as status error and stops trying", async () => {
     const fake = await startFakeDingTalk();
     cleanups.push(() => fake.close());

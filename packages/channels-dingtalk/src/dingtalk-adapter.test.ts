@@ -175,4 +175,13 @@ describe("DingTalk adapter: lifecycle", () => {
     expect(message).toContain("gatewayUrl");
     expect(message).not.toContain("s3cr3t-value");
   });
+
+  it("refuses a keep-alive timeout that is not longer than its interval", async () => {
+    const { createDingTalkAdapter } = await import("./dingtalk-adapter.js");
+    const config = { clientId: "id", clientSecret: "secret", keepAliveIntervalMs: 5_000 };
+    expect(() => createDingTalkAdapter({ ...config, keepAliveTimeoutMs: 5_000 })).toThrow(
+      /keepAliveTimeoutMs must be longer than keepAliveIntervalMs/,
+    );
+    expect(() => createDingTalkAdapter({ ...config, keepAliveTimeoutMs: 5_001 })).not.toThrow();
+  });
 });

@@ -12,7 +12,8 @@ import type { DingTalkAdapterConfig, ResolvedDingTalkConfig } from "./types.js";
 
 /**
  * DingTalk in Stream mode: receives robot messages over `dingtalk-stream`'s WebSocket (acked on arrival),
- * replies through the message's sessionWebhook or the robot OpenAPI, reconnects on its own.
+ * replies through the message's sessionWebhook or the robot OpenAPI, reconnects on its own, and replaces a
+ * connection that went silent (half-open) after `keepAliveTimeoutMs`.
  * Dedup, allowlists and mention gating are the server gate's job (`id`, `mentioned`, `conversation.kind` are set).
  */
 export class DingTalkAdapter implements ChannelAdapter {
@@ -68,6 +69,8 @@ export class DingTalkAdapter implements ChannelAdapter {
       clientSecret: this.config.clientSecret,
       gatewayUrl: this.config.gatewayUrl,
       requestTimeoutMs: this.config.requestTimeoutMs,
+      keepAliveIntervalMs: this.config.keepAliveIntervalMs,
+      keepAliveTimeoutMs: this.config.keepAliveTimeoutMs,
       logger: this.config.logger,
       clock: this.config.clock,
       onRobotFrame: (frame) => this.receive(frame),
@@ -92,7 +95,11 @@ export class DingTalkAdapter implements ChannelAdapter {
     await this.sender.send(plan, messages);
   }
 
-  /** `ready` while the stream socket is open; `error` after a credential refusal; `connecting` otherwise. */
+  /**
+   * `ready` while the stream socket is open and heard from; `error` after a credential refusal; `connecting`
+   * otherwise, with a detail that starts `reconnecting:` when a live connection was lost (closed, or silent past
+   * `keepAliveTimeoutMs`).
+   */
   status(): ChannelStatus {
     const base = { channel: DINGTALK_CHANNEL } as const;
     if (this.phase === "idle") return { ...base, state: "disabled", detail: "not started" };

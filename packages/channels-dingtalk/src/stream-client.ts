@@ -1,5 +1,7 @@
 import type { Logger } from "@almanac/core";
 import { DWClient, type DWClientDownStream, TOPIC_ROBOT } from "dingtalk-stream";
+import { systemClock } from "./config.js";
+import { type WatchedSocket, watchConnection } from "./connection-watchdog.js";
 import { DingTalkError, isDingTalkError } from "./errors.js";
 import { openStreamConnection } from "./open-connection.js";
 import { robotFrameSchema } from "./robot-payload.js";
@@ -17,6 +19,10 @@ export interface StreamClientSettings {
   readonly clientSecret: string;
   readonly gatewayUrl: string;
   readonly requestTimeoutMs: number;
+  /** Keep-alive check and WebSocket ping period. */
+  readonly keepAliveIntervalMs: number;
+  /** Silence after which the connection is terminated and replaced. */
+  readonly keepAliveTimeoutMs: number;
   readonly logger: Logger;
   readonly clock: DingTalkClock;
   /** Called for each robot CALLBACK after its ack went out; must not throw (it is guarded anyway). */
@@ -45,8 +51,9 @@ const USER_AGENT = "almanac-dingtalk";
  * (a throw in a socket listener would crash Node 20), robot CALLBACKs acked before anything else runs, and the
  * SDK's debug output routed to our logger. The SDK still writes a few lines with `console` itself
  * (`connect success`, `Disconnecting.`, `ERROR <socket error>`); they cannot be redirected without patching
- * the global console. `keepAlive` stays off: in 2.1.5 its heartbeat interval is never cleared when the socket
- * closes, so after a reconnect two intervals race and terminate healthy sockets.
+ * the global console. The SDK's `keepAlive` stays off: in 2.1.5 its heartbeat interval is never cleared when
+ * the socket closes, so after a reconnect two intervals race and terminate healthy sockets. Our own watchdog
+ * ({@link watchConnection}) runs per socket instead: WebSocket pings, and any frame or pong counts as life.
  */
 export class DingTalkStreamClient extends DWClient {
   private readonly settings: StreamClientSettings;
@@ -57,6 +64,11 @@ export class DingTalkStreamClient extends DWClient {
   private halted: DingTalkError | undefined;
   private lastProblem: string | undefined;
   private lastFrameAt: number | undefined;
+  private lastHeardAt = 0;
+  // The keep-alive runs on real time, not on the injected clock: that clock lets tests skip retry waits (its
+  // `sleep` may return at once), which would turn the watchdog's periodic loop into a busy one. Tests shorten
+  // `keepAliveIntervalMs` / `keepAliveTimeoutMs` instead.
+  private readonly keepAliveClock = systemClock;
 
   constructor(settings: StreamClientSettings) {
     super({
@@ -155,10 +167,17 @@ export class DingTalkStreamClient extends DWClient {
     this.failures = 0;
     this.lastProblem = undefined;
     this.settings.logger.info({ gateway: this.settings.gatewayUrl }, "DingTalk stream connected");
+    this.watch();
+  }
+
+  /** Called by the SDK for every pong (and SYSTEM KEEPALIVE frame): the connection is alive. */
+  override heartbeat(): void {
+    this.lastHeardAt = this.keepAliveClock.now();
   }
 
   override onDownStream(data: string): void {
     this.lastFrameAt = this.settings.clock.now();
+    this.lastHeardAt = this.keepAliveClock.now();
     try {
       super.onDownStream(data);
     } catch (error) {
@@ -184,6 +203,33 @@ export class DingTalkStreamClient extends DWClient {
       { source: "dingtalk-stream" },
       message.replace(/ticket=[^&\s]+/g, "ticket=***"),
     );
+  }
+
+  /** Starts the watchdog on the socket `_connect()` just opened; it ends with that socket. */
+  private watch(): void {
+    // `socket` is private in the SDK's types; it is the `ws` WebSocket `_connect()` opened and resolved on.
+    const socket = (this as unknown as { socket?: WatchedSocket }).socket;
+    if (socket === undefined) return;
+    const { logger, keepAliveIntervalMs, keepAliveTimeoutMs } = this.settings;
+    const clock = this.keepAliveClock;
+    this.lastHeardAt = clock.now();
+    socket.once("close", () => {
+      if (this.stopped) return;
+      this.lastProblem ??= "reconnecting: the stream connection closed";
+    });
+    watchConnection(socket, {
+      clock,
+      intervalMs: keepAliveIntervalMs,
+      timeoutMs: keepAliveTimeoutMs,
+      lastHeardAt: () => this.lastHeardAt,
+      stopSignal: this.stopSignal.signal,
+      onSilent: (silentMs) => {
+        this.lastProblem = `reconnecting: no frame or pong from the gateway for ${silentMs} ms (keep-alive timeout ${keepAliveTimeoutMs} ms)`;
+        logger.warn({ silentMs, keepAliveTimeoutMs }, "DingTalk stream went silent; reconnecting");
+      },
+    }).catch((error: unknown) => {
+      logger.error({ error: describe(error) }, "DingTalk keep-alive watchdog failed");
+    });
   }
 
   private acceptRobotFrame(frame: unknown): void {

@@ -31,6 +31,13 @@ export interface DingTalkAdapterConfig {
   readonly throttleRetries?: number;
   /** Timeout of each HTTP request and of the WebSocket handshake; default 15,000 ms. */
   readonly requestTimeoutMs?: number;
+  /** How often the stream socket is checked and sent a WebSocket ping; default 10,000 ms. */
+  readonly keepAliveIntervalMs?: number;
+  /**
+   * Silence (no frame, no pong) after which the stream connection counts as dead and is replaced; must exceed
+   * `keepAliveIntervalMs`; default 30,000 ms.
+   */
+  readonly keepAliveTimeoutMs?: number;
   /** Time source; default the system clock. */
   readonly clock?: DingTalkClock;
 }
@@ -47,6 +54,8 @@ export interface ResolvedDingTalkConfig {
   readonly throttleRetryDelayMs: number;
   readonly throttleRetries: number;
   readonly requestTimeoutMs: number;
+  readonly keepAliveIntervalMs: number;
+  readonly keepAliveTimeoutMs: number;
   readonly clock: DingTalkClock;
 }
 

@@ -156,6 +156,30 @@ describe("fake DingTalk stream gateway", () => {
     expect(dropCode).toBe(1006);
     expect(dingtalk.isConnected()).toBe(false);
   });
+
+  it("stalls a connection half-open: socket up, no pong, no pushes, CALLBACKs kept for the next connection", async () => {
+    const dingtalk = await start();
+    const first = await connect(dingtalk);
+    first.socket.ping();
+    await once(first.socket, "pong");
+    await waitUntil(() => dingtalk.clientPings() === 1, { message: "the client ping counted" });
+    dingtalk.stallConnection();
+    expect(dingtalk.isConnected()).toBe(false);
+    await expect(dingtalk.ping()).rejects.toThrow(/no open connection/);
+    const delivery = dingtalk.sendRobotMessage({ conversation: "single", text: "during the stall" });
+    let ponged = false;
+    first.socket.on("pong", () => {
+      ponged = true;
+    });
+    first.socket.ping();
+    // A second connection proves the fake went on serving; by then the stalled one had time to answer.
+    const second = await connect(dingtalk);
+    await waitUntil(() => second.frames.length === 1, { message: "the waiting CALLBACK on the new connection" });
+    expect(second.frames[0]?.headers.messageId).toBe(delivery.messageId);
+    expect(first.frames).toHaveLength(0);
+    expect(ponged).toBe(false);
+    expect(first.socket.readyState).toBe(WebSocket.OPEN);
+  });
 });
 
 describe("fake DingTalk robot HTTP", () => {

@@ -123,6 +123,8 @@ export async function startFakeDingTalk(options: FakeDingTalkOptions = {}): Prom
     ping: (timeoutMs = 2_000) => gateway.ping(timeoutMs),
     disconnect: (reason = "connection is expired") => gateway.disconnect(reason),
     dropConnection: () => gateway.drop(),
+    stallConnection: () => gateway.stall(),
+    clientPings: () => gateway.clientPings(),
     rateLimitNext: ({ route = "any", times = 1 } = {}) => robot.rateLimitNext(route, times),
     expireAccessTokens: () => robot.expireAccessTokens(),
     sent: () => [...records.sent],

@@ -21,7 +21,7 @@ export interface Subscription {
   readonly topic: string;
 }
 
-/** The WebSocket half of the fake: tickets, connections, CALLBACK pushes, acks, redelivery, pings. */
+/** The WebSocket half of the fake: tickets, connections, CALLBACK pushes, acks, redelivery, pings, stalls. */
 export interface StreamGateway {
   issueTicket(subscriptions: readonly Subscription[], ua: string | undefined): string;
   handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void;
@@ -30,7 +30,9 @@ export interface StreamGateway {
   ping(timeoutMs: number): Promise<void>;
   disconnect(reason: string): void;
   drop(): void;
+  stall(): void;
   isConnected(): boolean;
+  clientPings(): number;
   close(): void;
 }
 
@@ -82,6 +84,7 @@ export function createStreamGateway(options: StreamGatewayOptions): StreamGatewa
   let current: Connection | undefined;
   let nextConnectionId = 0;
   let nextPing = 0;
+  let clientPings = 0;
   let closed = false;
   const graceTimers = new Set<NodeJS.Timeout>();
 
@@ -179,6 +182,9 @@ export function createStreamGateway(options: StreamGatewayOptions): StreamGatewa
       ...(ticket.ua === undefined ? {} : { ua: ticket.ua }),
     });
     socket.on("message", (raw) => onUpstream(connection, raw));
+    socket.on("ping", () => {
+      clientPings += 1;
+    });
     socket.on("close", () => records.closeConnection(connection.id));
     socket.on("error", () => records.closeConnection(connection.id));
     for (const messageId of waiting.splice(0)) send(messageId);
@@ -254,7 +260,16 @@ export function createStreamGateway(options: StreamGatewayOptions): StreamGatewa
     drop() {
       open()?.socket.terminate();
     },
+    stall() {
+      const connection = open();
+      if (connection === undefined) return;
+      // Half-open: the TCP socket stays up, but nothing is read (no pong, no ack) and nothing more is pushed on
+      // it; CALLBACKs wait for the bot's next connection, as DingTalk redelivers unacked pushes there.
+      current = undefined;
+      connection.socket.pause();
+    },
     isConnected: () => open() !== undefined,
+    clientPings: () => clientPings,
     close() {
       closed = true;
       for (const callback of callbacks.values()) clearTimeout(callback.timer);

@@ -158,6 +158,14 @@ export interface FakeDingTalk {
   disconnect(reason?: string): void;
   /** Cuts the socket without a close handshake (network failure). */
   dropConnection(): void;
+  /**
+   * Makes the open connection half-open: its TCP socket stays up, but the fake stops reading it (no pong to
+   * WebSocket pings, acks unseen) and pushes nothing more on it; new CALLBACKs wait for the bot's next connection.
+   * Only a keep-alive on the bot's side notices. The stalled socket stays open until {@link close}.
+   */
+  stallConnection(): void;
+  /** Number of WebSocket (protocol-level) pings the bot has sent, over all connections. */
+  clientPings(): number;
   /** Makes the next `times` (1) sends on `route` fail with DingTalk's throttling error. */
   rateLimitNext(options?: { readonly route?: ThrottledRoute; readonly times?: number }): void;
   /** Invalidates every issued access token (the bot must fetch a new one). */
@@ -172,7 +180,7 @@ export interface FakeDingTalk {
   problems(): readonly string[];
   /** Number of `POST /v1.0/oauth2/accessToken` calls that issued a token. */
   tokensIssued(): number;
-  /** True while a stream connection is open. */
+  /** True while a stream connection is open (a stalled one does not count). */
   isConnected(): boolean;
   /** Closes every socket, timer and the HTTP server. */
   close(): Promise<void>;
