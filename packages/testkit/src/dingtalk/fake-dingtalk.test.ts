@@ -174,7 +174,9 @@ describe("fake DingTalk stream gateway", () => {
     first.socket.ping();
     // A second connection proves the fake went on serving; by then the stalled one had time to answer.
     const second = await connect(dingtalk);
-    await waitUntil(() => second.frames.length === 1, { message: "the waiting CALLBACK on the new connection" });
+    await waitUntil(() => second.frames.length === 1, {
+      message: "the waiting CALLBACK on the new connection",
+    });
     expect(second.frames[0]?.headers.messageId).toBe(delivery.messageId);
     expect(first.frames).toHaveLength(0);
     expect(ponged).toBe(false);
