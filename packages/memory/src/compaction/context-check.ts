@@ -8,10 +8,10 @@ export const tokenRatioCounter = "compaction.tokenRatio";
  * Tokens a provider adds to every chat request to prime the reply (`<|start|>assistant<|message|>` in
  * OpenAI's published accounting), on top of each message's own framing.
  */
-export const REPLY_PRIMING_TOKENS = 3;
+const REPLY_PRIMING_TOKENS = 3;
 
 /** Weight of a new observation in the smoothed provider ratio: one odd report moves it half way. */
-export const RATIO_SMOOTHING = 0.5;
+const RATIO_SMOOTHING = 0.5;
 
 /** What one request would contain: exactly what the agent passes to `buildPrompt`, plus the tool specs. */
 export interface PromptParts {
