@@ -14,7 +14,7 @@ const REPLY_PRIMING_TOKENS = 3;
 const RATIO_SMOOTHING = 0.5;
 
 /** What one request would contain: exactly what the agent passes to `buildPrompt`, plus the tool specs. */
-export interface PromptParts {
+interface PromptParts {
   readonly systemPrompt: string;
   readonly summary: RollingSummary | undefined;
   /** The uncompacted messages, in order. */
@@ -28,7 +28,7 @@ export interface PromptParts {
  * `countToolTokens` counts them (their wire form; the strict scripted server uses the same rule), and the
  * reply priming.
  */
-export interface PromptMeter {
+interface PromptMeter {
   count(parts: PromptParts): number;
 }
 
@@ -46,7 +46,7 @@ export const defaultRatioBounds: RatioBounds = Object.freeze({ min: 0.5, max: 2 
  * system message (rebuilt for every request) is cached here by its text, and the tool specs by identity,
  * so a check on an unchanged 1,000-message session costs only lookups.
  */
-export function createPromptMeter(counter: TokenCounter): PromptMeter {
+function createPromptMeter(counter: TokenCounter): PromptMeter {
   let lastSystemText: string | undefined;
   let lastSystemTokens = 0;
   const toolTokens = new WeakMap<readonly ToolSpec[], number>();
