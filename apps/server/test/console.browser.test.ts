@@ -128,7 +128,8 @@ describe("web console in a real browser", () => {
     ensureConsoleBuilt();
     browser = await launchChromium();
     running = await startTestServer();
-    running.llm.setFallback(() => script.text(REPLY, { chunkDelayMs: 40 }));
+    // One delta per word, spaced out: the page sees the reply grow in many steps even when the machine is busy.
+    running.llm.setFallback(() => script.text(REPLY, { chunkDelayMs: 60 }));
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   }, 180_000);
   afterAll(async () => {
@@ -149,26 +150,44 @@ describe("web console in a real browser", () => {
   it("sends a chat message and shows the reply growing as it streams", async () => {
     await page.fill("#conversation", "tides");
     await page.click(".conversation-bar button[type=submit]");
-    // Record every text the assistant's bubble shows, to prove it grew in several steps.
+    // Record, inside the page, every state of the assistant's bubble (text, still streaming or not), so the test
+    // proves the reply grew in several steps without racing the short time it is on screen from outside.
     await page.evaluate(() => {
-      const seen: string[] = [];
-      (window as unknown as { seen: string[] }).seen = seen;
+      const seen: { text: string; streaming: boolean }[] = [];
+      (window as unknown as { seen: typeof seen }).seen = seen;
       new MutationObserver(() => {
         const bubble = document.querySelector(".bubble.assistant:last-child");
-        const text = bubble?.textContent?.trim() ?? "";
-        if (text !== "" && text !== "…" && seen.at(-1) !== text) seen.push(text);
-      }).observe(document.body, { subtree: true, childList: true, characterData: true });
+        if (bubble === null) return;
+        const state = {
+          text: bubble.textContent?.trim() ?? "",
+          streaming: bubble.classList.contains("streaming"),
+        };
+        const last = seen.at(-1);
+        if (last?.text !== state.text || last.streaming !== state.streaming) seen.push(state);
+      }).observe(document.body, {
+        subtree: true,
+        childList: true,
+        characterData: true,
+        attributes: true,
+        attributeFilter: ["class"],
+      });
     });
     await page.fill("textarea[name=message]", "How do tides work?");
     await page.keyboard.press("Enter");
     await page.locator(".bubble.user", { hasText: "How do tides work?" }).waitFor();
-    await page.locator(".bubble.assistant.streaming").waitFor();
-    await screenshot("chat-streaming");
+    // Wait for what the user finally sees: the whole reply, no longer streaming.
     await page.locator(".bubble.assistant:not(.streaming)", { hasText: REPLY }).waitFor();
-    const seen = await page.evaluate(() => (window as unknown as { seen: string[] }).seen);
-    const partial = seen.filter((text) => text !== REPLY);
+    const seen = await page.evaluate(
+      () => (window as unknown as { seen: { text: string; streaming: boolean }[] }).seen,
+    );
+    expect(seen.at(-1)).toEqual({ text: REPLY, streaming: false });
+    const partial = seen.filter((state) => state.streaming && state.text !== "…" && state.text !== "");
     expect(partial.length).toBeGreaterThanOrEqual(3);
-    for (const text of partial) expect(REPLY.startsWith(text)).toBe(true);
+    for (const [index, state] of partial.entries()) {
+      expect(REPLY.startsWith(state.text)).toBe(true);
+      expect(state.text.length).toBeGreaterThan(partial[index - 1]?.text.length ?? 0);
+    }
+    expect(partial.at(-1)?.text.length).toBeLessThanOrEqual(REPLY.length);
     await screenshot("chat", true);
   });
 
