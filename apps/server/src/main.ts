@@ -1,4 +1,6 @@
+import { realpathSync } from "node:fs";
 import type { Writable } from "node:stream";
+import { fileURLToPath } from "node:url";
 import { runCli } from "./cli/cli.js";
 
 /** Resolves once everything written to the stream so far has been handed to the OS. */
@@ -22,3 +24,16 @@ export async function main(argv: readonly string[] = process.argv.slice(2)): Pro
   await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
   process.exit(code);
 }
+
+/** True when this module is the program (`node dist/main.js`, `tsx src/main.ts`), not imported by bin/almanac.js. */
+function isProgram(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isProgram()) await main();

@@ -189,7 +189,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     },
   });
 
-  const { channels, disabled, feishuWebhook } = buildChannels(config, logger);
+  const { channels, disabled, feishuWebhook } = await buildChannels(config, logger);
   const hub = createChannelHub({
     channels,
     disabled,

@@ -1,6 +1,4 @@
-import { createDingTalkAdapter } from "@almanac/channels-dingtalk";
-import { createDiscordAdapter } from "@almanac/channels-discord";
-import { createFeishuAdapter, type FeishuAdapter } from "@almanac/channels-feishu";
+import type { FeishuAdapter } from "@almanac/channels-feishu";
 import type { Logger } from "@almanac/core";
 import type { AlmanacConfig } from "../config/config-schema.js";
 import type { AccessPolicy } from "./access-policy.js";
@@ -20,15 +18,20 @@ function policyOf(settings: AccessPolicy): AccessPolicy {
   };
 }
 
-/** The adapters enabled by the configuration (credentials present), with their access policies. */
-export function buildChannels(
+/**
+ * The adapters enabled by the configuration (credentials present), with their access policies. A channel's
+ * package and its platform SDK are loaded only when the channel is enabled (discord.js alone takes a few
+ * hundred milliseconds to load).
+ */
+export async function buildChannels(
   config: AlmanacConfig,
   logger: Logger,
-): { channels: ChannelEntry[]; disabled: string[]; feishuWebhook: FeishuAdapter | undefined } {
+): Promise<{ channels: ChannelEntry[]; disabled: string[]; feishuWebhook: FeishuAdapter | undefined }> {
   const channels: ChannelEntry[] = [];
   const { discord, dingtalk, feishu } = config.channels;
   let feishuWebhook: FeishuAdapter | undefined;
   if (discord.token) {
+    const { createDiscordAdapter } = await import("@almanac/channels-discord");
     channels.push({
       adapter: createDiscordAdapter({
         token: discord.token,
@@ -39,6 +42,7 @@ export function buildChannels(
     });
   }
   if (feishu.appId && feishu.appSecret) {
+    const { createFeishuAdapter } = await import("@almanac/channels-feishu");
     const adapter = createFeishuAdapter({
       appId: feishu.appId,
       appSecret: feishu.appSecret,
@@ -52,6 +56,7 @@ export function buildChannels(
     channels.push({ adapter, policy: policyOf(feishu) });
   }
   if (dingtalk.clientId && dingtalk.clientSecret) {
+    const { createDingTalkAdapter } = await import("@almanac/channels-dingtalk");
     channels.push({
       adapter: createDingTalkAdapter({
         clientId: dingtalk.clientId,

@@ -1,10 +1,5 @@
 import { parseArgs } from "node:util";
-import { CliError } from "./admin-client.js";
-import { chatCommand } from "./chat-command.js";
 import { type CliContext, type CliIo, EXIT, writeLine } from "./cli-context.js";
-import { doctorCommand } from "./doctor.js";
-import { memoryCommand } from "./memory-command.js";
-import { sessionsCommand } from "./sessions-command.js";
 
 /** The usage text of `almanac help`. */
 const USAGE = `Usage: almanac <command> [options]
@@ -63,19 +58,28 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   };
   try {
     switch (command) {
+      // Each command is loaded on demand: a process loads only the code of the command it runs (the client
+      // commands never load the server, fastify, the channel SDKs, the tokenizer or SQLite; docs/build.md).
       case "start": {
-        // Loaded on demand: the server pulls in every service, which the client commands do not need.
         const { startCommand } = await import("./start-command.js");
         return await startCommand(context);
       }
-      case "doctor":
+      case "doctor": {
+        const { doctorCommand } = await import("./doctor.js");
         return await doctorCommand(context);
-      case "sessions":
+      }
+      case "sessions": {
+        const { sessionsCommand } = await import("./sessions-command.js");
         return await sessionsCommand(context, args);
-      case "memory":
+      }
+      case "memory": {
+        const { memoryCommand } = await import("./memory-command.js");
         return await memoryCommand(context, args, values.max === undefined ? {} : { max: values.max });
-      case "chat":
+      }
+      case "chat": {
+        const { chatCommand } = await import("./chat-command.js");
         return await chatCommand(context, values.session === undefined ? {} : { session: values.session });
+      }
       case undefined:
         writeLine(io.stderr, USAGE);
         return EXIT.usage;
@@ -84,6 +88,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         return EXIT.usage;
     }
   } catch (error) {
+    const { CliError } = await import("./admin-client.js");
     if (error instanceof CliError) {
       writeLine(io.stderr, error.message);
       return error.exitCode;

@@ -1,0 +1,157 @@
+/**
+ * Cold start, measured from outside as a user sees it (not part of the test run):
+ *  1. `almanac start` spawned → the first `/healthz` that answers 200;
+ *  2. a cold `almanac sessions list --json` and `almanac memory search <query>` (each a new process) against
+ *     that running server, from spawn to exit.
+ * The data directory holds a synthetic year of memory (MEMORY.md + 365 daily logs, ~1.1 MB) and the model is
+ * the test kit's scripted server, so the server starts with everything configured.
+ *
+ * Run: node --import tsx bench/cold-start.ts [--runner bin|dist|source] [--runs 5]
+ *   bin    `node apps/server/bin/almanac.js` (the build when it is current, else the sources through tsx)
+ *   dist   `node --enable-source-maps apps/server/dist/main.js` (build first: `pnpm build`)
+ *   source `node --import tsx apps/server/src/main.ts` (the TypeScript sources through tsx's loader)
+ */
+import { spawn } from "node:child_process";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { startScriptedLlm } from "../packages/testkit/src/index.js";
+
+const { values } = parseArgs({
+  options: { runner: { type: "string", default: "bin" }, runs: { type: "string", default: "5" } },
+});
+const root = fileURLToPath(new URL("..", import.meta.url));
+const runners: Record<string, readonly string[]> = {
+  bin: [join(root, "apps/server/bin/almanac.js")],
+  dist: ["--enable-source-maps", join(root, "apps/server/dist/main.js")],
+  source: ["--import", "tsx", join(root, "apps/server/src/main.ts")],
+};
+const chosen = runners[values.runner];
+if (!chosen) throw new Error(`--runner must be one of ${Object.keys(runners).join(", ")}`);
+const runnerArgs: readonly string[] = chosen;
+const runs = Number(values.runs);
+const TOKEN = "bench-admin-token-0123456789";
+
+const median = (samples: number[]) => {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[middle] ?? 0)
+    : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
+};
+const show = (samples: number[]) =>
+  `median ${median(samples).toFixed(0)} ms  (runs: ${samples.map((value) => value.toFixed(0)).join(", ")})`;
+
+/** A year of daily logs with a few facts per day, about the size of the issue's corpus. */
+async function writeCorpus(home: string): Promise<void> {
+  const memoryDir = join(home, "workspace", "memory");
+  await mkdir(memoryDir, { recursive: true });
+  const topics = ["deploy", "invoice", "garden", "kernel", "travel", "recipe", "backup", "meeting"];
+  const day = (index: number) =>
+    new Date(Date.UTC(2025, 0, 1) + index * 86_400_000).toISOString().slice(0, 10);
+  await writeFile(
+    join(home, "workspace", "MEMORY.md"),
+    `# Memory\n\n${topics.map((topic, index) => `- The ${topic} code is ${topic.toUpperCase()}-${index * 7}.`).join("\n")}\n`,
+  );
+  for (let index = 0; index < 365; index += 1) {
+    const lines = Array.from({ length: 24 }, (_, line) => {
+      const topic = topics[(index + line) % topics.length];
+      return `- ${String(line).padStart(2, "0")}:00 talked about the ${topic} (ticket T-${index * 31 + line}), decided to follow up on day ${index + 1} with notes on ${topic} and its budget.`;
+    });
+    await writeFile(join(memoryDir, `${day(index)}.md`), `# ${day(index)}\n\n${lines.join("\n")}\n`);
+  }
+}
+
+const llm = await startScriptedLlm({});
+const home = await mkdtemp(join(tmpdir(), "almanac-cold-"));
+await writeCorpus(home);
+const env = {
+  PATH: process.env.PATH ?? "",
+  ALMANAC_HOME: home,
+  ALMANAC_PORT: "0",
+  ALMANAC_ADMIN_TOKEN: TOKEN,
+  ALMANAC_LOG_LEVEL: "info",
+  ALMANAC_MODEL_BASE_URL: llm.baseURL,
+  ALMANAC_MODEL_NAME: "scripted-model",
+};
+
+/** Spawns the server, polls /healthz every 5 ms; resolves with the time to the first 200 and a stop function. */
+async function coldServer(): Promise<{ ms: number; url: string; stop: () => Promise<void> }> {
+  const started = performance.now();
+  const child = spawn(process.execPath, [...runnerArgs, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+  // The port is random (ALMANAC_PORT=0): read it from the listening line, then poll the health endpoint.
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited:\n${output}`);
+    const url = /"url":"(http:\/\/[^"]+)"/.exec(output)?.[1];
+    if (url) {
+      const answer = await fetch(`${url}/healthz`).catch(() => undefined);
+      if (answer?.ok) {
+        const ms = performance.now() - started;
+        return {
+          ms,
+          url,
+          stop: async () => {
+            child.kill("SIGTERM");
+            await exited;
+          },
+        };
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Runs one CLI command in a new process; resolves with spawn-to-exit milliseconds. */
+async function coldCommand(url: string, args: readonly string[]): Promise<number> {
+  const started = performance.now();
+  const child = spawn(process.execPath, [...runnerArgs, ...args, "--url", url], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr.on("data", (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+  if (code !== 0) throw new Error(`almanac ${args.join(" ")} exited ${code}:\n${output}`);
+  return performance.now() - started;
+}
+
+const startUp: number[] = [];
+const sessionsList: number[] = [];
+const memorySearch: number[] = [];
+for (let run = 0; run < runs; run += 1) {
+  const server = await coldServer();
+  startUp.push(server.ms);
+  // Let the start-up's background work (index sync) settle so the client figures are the client's own.
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  sessionsList.push(await coldCommand(server.url, ["sessions", "list", "--json"]));
+  memorySearch.push(await coldCommand(server.url, ["memory", "search", "deploy budget"]));
+  await server.stop();
+}
+
+console.log(`runner: ${values.runner} (node ${runnerArgs.join(" ")})`);
+console.log(`server start → /healthz 200:          ${show(startUp)}`);
+console.log(`cold almanac sessions list --json:     ${show(sessionsList)}`);
+console.log(`cold almanac memory search:            ${show(memorySearch)}`);
+console.log(
+  `node ${process.version}, load average ${loadavg()
+    .map((value) => value.toFixed(2))
+    .join(" ")}`,
+);
+await llm.close();
+await rm(home, { recursive: true, force: true });
