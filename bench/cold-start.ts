@@ -6,12 +6,14 @@
  * The data directory holds a synthetic year of memory (MEMORY.md + 365 daily logs, ~1.1 MB) and the model is
  * the test kit's scripted server, so the server starts with everything configured.
  *
- * Run: node --import tsx bench/cold-start.ts [--runner bin|dist|source] [--runs 5]
+ * Run: node --import tsx bench/cold-start.ts [--runner bin|dist|source] [--runs 5] [--memory year|empty]
  *   bin    `node apps/server/bin/almanac.js` (the build when it is current, else the sources through tsx)
- *   dist   `node --enable-source-maps apps/server/dist/main.js` (build first: `pnpm build`)
+ *   dist   `node --enable-source-maps apps/server/dist/main.js` (build first: `pnpm build`);
+ *          dist-no-maps: the same without source maps, to see what they cost
  *   source `node --import tsx apps/server/src/main.ts` (the TypeScript sources through tsx's loader)
  */
 import { spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,12 +23,17 @@ import { parseArgs } from "node:util";
 import { startScriptedLlm } from "../packages/testkit/src/index.js";
 
 const { values } = parseArgs({
-  options: { runner: { type: "string", default: "bin" }, runs: { type: "string", default: "5" } },
+  options: {
+    runner: { type: "string", default: "bin" },
+    runs: { type: "string", default: "5" },
+    memory: { type: "string", default: "year" },
+  },
 });
 const root = fileURLToPath(new URL("..", import.meta.url));
 const runners: Record<string, readonly string[]> = {
   bin: [join(root, "apps/server/bin/almanac.js")],
   dist: ["--enable-source-maps", join(root, "apps/server/dist/main.js")],
+  "dist-no-maps": [join(root, "apps/server/dist/main.js")],
   source: ["--import", "tsx", join(root, "apps/server/src/main.ts")],
 };
 const chosen = runners[values.runner];
@@ -67,7 +74,7 @@ async function writeCorpus(home: string): Promise<void> {
 
 const llm = await startScriptedLlm({});
 const home = await mkdtemp(join(tmpdir(), "almanac-cold-"));
-await writeCorpus(home);
+if (values.memory === "year") await writeCorpus(home);
 const env = {
   PATH: process.env.PATH ?? "",
   ALMANAC_HOME: home,
@@ -78,8 +85,21 @@ const env = {
   ALMANAC_MODEL_NAME: "scripted-model",
 };
 
+/**
+ * CPU time (user + system) a process has used so far, in ms, from /proc (Linux); NaN elsewhere. On a loaded
+ * machine wall time mostly measures the neighbours; CPU time is the process's own work.
+ */
+function cpuMs(pid: number | undefined): number {
+  const file = `/proc/${pid}/stat`;
+  if (pid === undefined || !existsSync(file)) return Number.NaN;
+  // Fields after the command name: utime and stime are the 12th and 13th (clock ticks, 100 per second).
+  const stat = readFileSync(file, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 /** Spawns the server, polls /healthz every 5 ms; resolves with the time to the first 200 and a stop function. */
-async function coldServer(): Promise<{ ms: number; url: string; stop: () => Promise<void> }> {
+async function coldServer(): Promise<{ ms: number; cpu: number; url: string; stop: () => Promise<void> }> {
   const started = performance.now();
   const child = spawn(process.execPath, [...runnerArgs, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
@@ -100,6 +120,7 @@ async function coldServer(): Promise<{ ms: number; url: string; stop: () => Prom
         const ms = performance.now() - started;
         return {
           ms,
+          cpu: cpuMs(child.pid),
           url,
           stop: async () => {
             child.kill("SIGTERM");
@@ -132,11 +153,13 @@ async function coldCommand(url: string, args: readonly string[]): Promise<number
 }
 
 const startUp: number[] = [];
+const startUpCpu: number[] = [];
 const sessionsList: number[] = [];
 const memorySearch: number[] = [];
 for (let run = 0; run < runs; run += 1) {
   const server = await coldServer();
   startUp.push(server.ms);
+  startUpCpu.push(server.cpu);
   // Let the start-up's background work (index sync) settle so the client figures are the client's own.
   await new Promise((resolve) => setTimeout(resolve, 1_500));
   sessionsList.push(await coldCommand(server.url, ["sessions", "list", "--json"]));
@@ -144,8 +167,9 @@ for (let run = 0; run < runs; run += 1) {
   await server.stop();
 }
 
-console.log(`runner: ${values.runner} (node ${runnerArgs.join(" ")})`);
+console.log(`runner: ${values.runner} (node ${runnerArgs.join(" ")}), memory: ${values.memory}`);
 console.log(`server start → /healthz 200:          ${show(startUp)}`);
+console.log(`  its CPU time (user + system):        ${show(startUpCpu)}`);
 console.log(`cold almanac sessions list --json:     ${show(sessionsList)}`);
 console.log(`cold almanac memory search:            ${show(memorySearch)}`);
 console.log(

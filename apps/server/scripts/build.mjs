@@ -45,7 +45,8 @@ export function staleReason() {
 /**
  * Rewrites `new URL("<relative>", import.meta.url)` in a bundled source file so the path still points at the
  * same place when the code runs from dist/ (the console's dist folder, package.json, fixture folders). Any
- * other use of `import.meta.url` outside the entry point fails the build: its meaning changes with bundling.
+ * other use of `import.meta` outside the entry point (but `createRequire(import.meta.url)`, whose packages
+ * resolve from apps/server's dependencies) fails the build: its meaning changes with bundling.
  */
 function rebaseImportMetaUrl(source, file) {
   const rebased = source.replace(
@@ -58,7 +59,8 @@ function rebaseImportMetaUrl(source, file) {
       return `new URL(${JSON.stringify(fromDist)}, import.meta.url)`;
     },
   );
-  const rest = rebased.replace(/new URL\("[^"]+", import\.meta\.url\)/g, "");
+  // createRequire(import.meta.url) resolves from dist/ instead: fine for packages apps/server depends on.
+  const rest = rebased.replace(/new URL\("[^"]+", import\.meta\.url\)|createRequire\(import\.meta\.url\)/g, "");
   if (file !== entry && /import\.meta\.(url|dirname|filename)/.test(rest)) {
     throw new Error(
       `${relative(repoRoot, file)}: import.meta used other than as new URL("<relative path>", import.meta.url); the build cannot keep its meaning`,

@@ -1,5 +1,4 @@
-import * as cl100k from "gpt-tokenizer/encoding/cl100k_base";
-import * as o200k from "gpt-tokenizer/encoding/o200k_base";
+import { createRequire } from "node:module";
 import type { ContentBlock, Message } from "./message.js";
 
 /** BPE encodings shipped with the tokenizer package (no download at run time). */
@@ -36,9 +35,22 @@ const NO_SPECIAL_TOKENS = { disallowedSpecial: new Set<string>() };
 
 type TextCounter = (text: string) => number;
 
+type BpeEncoding = Pick<typeof import("gpt-tokenizer/encoding/o200k_base"), "countTokens">;
+
+// A BPE table takes 100-250 ms to load: it is loaded on the first count (synchronously, so counting stays a
+// plain function), not when this module is imported; start-up and the CLI's client commands never pay for it.
+const requireModule = createRequire(import.meta.url);
+const loadedEncodings: Partial<Record<TokenEncoding, BpeEncoding>> = {};
+function bpeCounter(encoding: TokenEncoding): TextCounter {
+  return (text) => {
+    loadedEncodings[encoding] ??= requireModule(`gpt-tokenizer/cjs/encoding/${encoding}`) as BpeEncoding;
+    return loadedEncodings[encoding].countTokens(text, NO_SPECIAL_TOKENS);
+  };
+}
+
 const bpeCounters: Record<TokenEncoding, TextCounter> = {
-  o200k_base: (text) => o200k.countTokens(text, NO_SPECIAL_TOKENS),
-  cl100k_base: (text) => cl100k.countTokens(text, NO_SPECIAL_TOKENS),
+  o200k_base: bpeCounter("o200k_base"),
+  cl100k_base: bpeCounter("cl100k_base"),
 };
 
 const CJK = /[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]/gu;
