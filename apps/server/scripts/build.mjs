@@ -60,7 +60,10 @@ function rebaseImportMetaUrl(source, file) {
     },
   );
   // createRequire(import.meta.url) resolves from dist/ instead: fine for packages apps/server depends on.
-  const rest = rebased.replace(/new URL\("[^"]+", import\.meta\.url\)|createRequire\(import\.meta\.url\)/g, "");
+  const rest = rebased.replace(
+    /new URL\("[^"]+", import\.meta\.url\)|createRequire\(import\.meta\.url\)/g,
+    "",
+  );
   if (file !== entry && /import\.meta\.(url|dirname|filename)/.test(rest)) {
     throw new Error(
       `${relative(repoRoot, file)}: import.meta used other than as new URL("<relative path>", import.meta.url); the build cannot keep its meaning`,
