@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # Almanac: multi-stage build on the current Node LTS (slim). The build stage compiles native modules
-# (better-sqlite3) and installs production dependencies only; the runtime stage runs as the non-root
-# `node` user with all state in the /data volume.
+# (better-sqlite3), builds the web console (Vite) and the server (Rolldown bundle in apps/server/dist, see
+# docs/build.md), then drops every development dependency; the runtime stage runs the compiled JavaScript (no
+# TypeScript loader) as the non-root `node` user with all state in the /data volume.
 
 FROM node:24-slim AS build
 RUN apt-get update \
@@ -13,9 +14,10 @@ COPY pnpm-workspace.yaml pnpm-lock.yaml package.json ./
 COPY scripts ./scripts
 COPY apps ./apps
 COPY packages ./packages
-# Everything first (the console's build needs Vite), then drop what production does not use.
+# Everything first (the builds need Vite and Rolldown), then drop what production does not use: the bundle
+# inlines the workspace packages, so at run time only apps/server's production dependencies are loaded.
 RUN pnpm install --frozen-lockfile \
-  && pnpm run build:console \
+  && pnpm run build \
   && pnpm install --prod --frozen-lockfile --config.confirmModulesPurge=false
 
 FROM node:24-slim AS runtime
@@ -33,4 +35,5 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.ALMANAC_PORT || 8787) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # SIGTERM lets running turns finish (ALMANAC_SHUTDOWN_DEADLINE_MS) and flushes state before exit.
 STOPSIGNAL SIGTERM
-CMD ["node", "apps/server/bin/almanac.js", "start"]
+# The build directly: source maps turn stack traces back into the TypeScript files' lines.
+CMD ["node", "--enable-source-maps", "apps/server/dist/main.js", "start"]
