@@ -96,9 +96,9 @@ describe("DingTalk adapter: connection", () => {
     );
     const reconnecting = seen.find((entry) => entry.state === "connecting");
     expect(reconnecting?.detail).toMatch(/^reconnecting: no frame or pong from the gateway for \d+ ms/);
-    // Noticed after the timeout, and within the timeout plus one interval (plus scheduling slack).
+    // Noticed after the timeout, and within the timeout plus one interval (plus slack for a loaded machine).
     const noticedAfterMs = (reconnecting?.at ?? Number.POSITIVE_INFINITY) - stalledAt;
-    expect(noticedAfterMs).toBeLessThan(keepAlive.keepAliveTimeoutMs + keepAlive.keepAliveIntervalMs + 750);
+    expect(noticedAfterMs).toBeLessThan(keepAlive.keepAliveTimeoutMs + keepAlive.keepAliveIntervalMs + 1_500);
     const silent = logs.find((entry) => entry.message === "DingTalk stream went silent; reconnecting");
     expect(silent?.fields.silentMs).toBeGreaterThanOrEqual(keepAlive.keepAliveTimeoutMs);
 
