@@ -22,8 +22,10 @@ import {
   type SqliteIndexOptions,
   type SummaryQueue,
   type SyncProgress,
+  toolOutputTokenBudget,
 } from "@almanac/memory";
 import writeFileAtomic from "write-file-atomic";
+import { compactionWindow } from "./config/compaction-window.js";
 import type { AlmanacConfig } from "./config/config-schema.js";
 import { resolveMemoryScope } from "./memory-scope.js";
 
@@ -173,6 +175,9 @@ export async function createMemoryServices(options: {
       store,
       timeZone,
       tokenCounter,
+      // Every summarizer request is sized from the model's window, the output cap kept free.
+      contextWindow: config.model.contextWindow,
+      maxOutputTokens: config.model.maxOutputTokens,
       logger,
       scopeOf: (sessionKey) => resolveMemoryScope(sessionKey, config),
     });
@@ -187,7 +192,15 @@ export async function createMemoryServices(options: {
     search,
     indexer,
     scopeOf: (sessionKey) => resolveMemoryScope(sessionKey, config),
-    toolsFor: (scope) => createMemoryTools({ search, workspace, scope }),
+    toolsFor: (scope) =>
+      createMemoryTools({
+        search,
+        workspace,
+        scope,
+        // Sized so a search result reaches the model whole instead of being cut as a giant output.
+        maxOutputTokens: toolOutputTokenBudget(compactionWindow(config)),
+        countTokens: (text) => tokenCounter.countText(text),
+      }),
     async indexStatus() {
       const status = await indexer.status();
       return {

@@ -13,6 +13,7 @@ import {
   type OriginalsLookup,
   runWithOverflowRecovery,
 } from "@almanac/memory";
+import { compactionWindow } from "../config/compaction-window.js";
 import type { AlmanacConfig } from "../config/config-schema.js";
 
 /** One turn of a session: its memory, how to stream, and how to keep the transcript complete. */
@@ -116,12 +117,7 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
     let notices: string[] = [];
     const compactor = createCompactor({
       tokenCounter,
-      contextWindow: config.model.contextWindow,
-      maxOutputTokens: config.model.maxOutputTokens,
-      thresholds: {
-        ceiling: config.compaction.ceilingTokens,
-        ...(config.compaction.share === undefined ? {} : { share: config.compaction.share }),
-      },
+      ...compactionWindow(config),
       summaryModel: options.compactionModel,
       fallbackModel: model,
       journal: (batch) => options.journal(sessionKey, batch.reason, batch.messages, batch.summary),

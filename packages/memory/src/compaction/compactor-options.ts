@@ -196,3 +196,16 @@ export function commandKeepBudget(normal: KeepRecentBudget, promptTokens: number
     maxTokens: Math.min(normal.maxTokens, half),
   };
 }
+
+/**
+ * The most tokens a fresh tool output should take: three quarters of the size at which the giant-output pass
+ * (the one pass allowed to touch the recent tail) would cut it before the model read it. Tools that can size
+ * their answer (the memory tools) are given this, so what they return reaches the model whole.
+ */
+export function toolOutputTokenBudget(
+  options: Pick<CompactorOptions, "contextWindow" | "maxOutputTokens" | "thresholds" | "passes">,
+): number {
+  const { threshold } = resolveThreshold(options.contextWindow, options.maxOutputTokens, options.thresholds);
+  const giantShare = options.passes?.giantShare ?? 0.2;
+  return Math.max(64, Math.floor(threshold * giantShare * 0.75));
+}

@@ -22,6 +22,7 @@ export {
   createCompactor,
 } from "./compactor.js";
 export type { CheapPassOptions, CompactorOptions, KeepRecentOptions } from "./compactor-options.js";
+export { toolOutputTokenBudget } from "./compactor-options.js";
 export {
   type ContextMeter,
   createContextMeter,

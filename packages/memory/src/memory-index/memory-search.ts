@@ -51,6 +51,8 @@ export interface SearchOptions {
   readonly signal?: AbortSignal;
   /** Only files passing this filter (the caller's memory scope); default: every indexed file. */
   readonly paths?: ScopePathFilter;
+  /** Longest snippet for this search, in characters (default: the search's `snippetChars`). */
+  readonly snippetChars?: number;
 }
 
 /** Hybrid search over the memory index. */
@@ -190,7 +192,7 @@ export function createMemorySearch(config: MemorySearchConfig): MemorySearch {
           // The range is the chunk that matched (what `memory_get` reads back, the snippet's lines among
           // them); the snippet shows its best-matching lines. Narrowing the range to the snippet was measured:
           // it hid answers a line or two beside the shown window (bench:conversational R@10 en 60.5 → 56.3).
-          const snippet = makeSnippet(hit.chunk, analyzed, snippetChars, statistics);
+          const snippet = makeSnippet(hit.chunk, analyzed, options.snippetChars ?? snippetChars, statistics);
           return {
             path: hit.chunk.path,
             startLine: hit.chunk.startLine,

@@ -141,3 +141,83 @@ describe("memory_get", () => {
     });
   });
 });
+
+describe("the output budget", () => {
+  const countTokens = (text: string) => Math.ceil(text.length / 4);
+
+  it("keeps a search result within the budget: fewer passages, then shorter snippets, the best hit's line always shown", async () => {
+    // Twelve long logs that all match "deploy", one of which holds the identifier far down a long chunk.
+    for (let day = 1; day <= 12; day += 1) {
+      const lines = Array.from(
+        { length: 24 },
+        (_, index) =>
+          `- Alice: the deploy of service ${day}-${index} went fine after the usual checks and a long review.`,
+      );
+      if (day === 7) lines[21] = "- Alice: remember DEPLOY-K7: the deploy freeze starts on the 14th.";
+      await writeFile(
+        path.join(workspace, "memory", `2025-06-${String(day).padStart(2, "0")}.md`),
+        lines.join("\n"),
+      );
+    }
+    await createMemoryIndexer({ workspace, backend }).sync();
+    const search = createMemorySearch({ backend });
+    const unbounded = createToolkit(createMemoryTools({ search, workspace }));
+    const whole = (
+      await unbounded.execute({
+        type: "tool_call",
+        id: "call_1",
+        name: "memory_search",
+        arguments: JSON.stringify({ query: "DEPLOY-K7 deploy", minScore: 0 }),
+      })
+    ).content;
+    expect(countTokens(whole)).toBeGreaterThan(600);
+
+    for (const budget of [600, 300, 150]) {
+      const bounded = createToolkit(
+        createMemoryTools({ search, workspace, maxOutputTokens: budget, countTokens }),
+      );
+      const result = await bounded.execute({
+        type: "tool_call",
+        id: "call_1",
+        name: "memory_search",
+        arguments: JSON.stringify({ query: "DEPLOY-K7 deploy", minScore: 0 }),
+      });
+      expect(countTokens(result.content)).toBeLessThanOrEqual(budget);
+      const output = searchOutput
+        .extend({ omitted: z.string().optional() })
+        .parse(JSON.parse(result.content));
+      expect(output.results[0]!.snippet).toContain("DEPLOY-K7: the deploy freeze starts on the 14th.");
+      expect(output.omitted).toMatch(/more passages left out to fit the context/u);
+    }
+  });
+
+  it("reads fewer lines of a long file and says where to go on", async () => {
+    const lines = Array.from(
+      { length: 400 },
+      (_, index) => `line ${index + 1} of a long memory file with words`,
+    );
+    await writeFile(path.join(workspace, "MEMORY.md"), lines.join("\n"));
+    const bounded = createToolkit(
+      createMemoryTools({
+        search: createMemorySearch({ backend }),
+        workspace,
+        maxOutputTokens: 200,
+        countTokens,
+      }),
+    );
+    const result = await bounded.execute({
+      type: "tool_call",
+      id: "call_1",
+      name: "memory_get",
+      arguments: JSON.stringify({ path: "MEMORY.md", fromLine: 10 }),
+    });
+    expect(countTokens(result.content)).toBeLessThanOrEqual(200);
+    const shown =
+      /^MEMORY\.md lines 10-(\d+) of 400 \(more follows: call again with fromLine (\d+)\):\n/u.exec(
+        result.content,
+      );
+    expect(shown).not.toBeNull();
+    expect(Number(shown![2])).toBe(Number(shown![1]) + 1);
+    expect(result.content).toContain("line 10 of a long memory file");
+  });
+});

@@ -27,7 +27,19 @@ export interface MemoryToolsOptions {
   readonly defaultGetLines?: number;
   /** Most lines one `memory_get` call returns (default 1000). */
   readonly maxGetLines?: number;
+  /**
+   * Most tokens one tool result may take (default: no limit). The server sizes it from the model's window:
+   * a result larger than the compactor's "giant output" limit would be cut before the model read it.
+   */
+  readonly maxOutputTokens?: number;
+  /** Counts tokens the way the prompt is counted (required with `maxOutputTokens`). */
+  readonly countTokens?: (text: string) => number;
 }
+
+/** Snippet sizes tried, largest first, when a search result must shrink to fit the output budget. */
+const SHRINKING_SNIPPETS = [450, 300, 200] as const;
+/** Results kept before snippets start to shrink: a few full passages beat many cut ones. */
+const RESULTS_BEFORE_SHRINKING = 3;
 
 function failure(content: string): { content: string; isError: true } {
   return { content, isError: true };
@@ -50,6 +62,9 @@ export function createMemoryTools(options: MemoryToolsOptions): Tool[] {
   const scope = options.scope ?? OWNER_SCOPE;
   const paths = scopePathFilter(scope);
   const shared = scope.kind === "shared" ? sharedScopePrefix(scope) : undefined;
+  const budget = options.maxOutputTokens;
+  const count = options.countTokens ?? ((text: string) => Math.ceil(text.length / 2));
+  const fits = (text: string) => budget === undefined || count(text) <= budget;
 
   const memorySearch = defineTool({
     name: "memory_search",
@@ -74,34 +89,64 @@ export function createMemoryTools(options: MemoryToolsOptions): Tool[] {
     }),
     async execute(args, context) {
       try {
-        const response = await options.search.search(args.query, {
-          signal: context.signal,
-          paths,
-          ...(args.maxResults === undefined ? {} : { maxResults: args.maxResults }),
-          ...(args.minScore === undefined ? {} : { minScore: args.minScore }),
-        });
-        const note =
-          response.results.length === 0
-            ? [response.note, "Nothing in memory matched; try other words or a shorter query."]
-                .filter((part) => part !== undefined)
-                .join(" ")
-            : response.note;
-        return JSON.stringify(
-          {
-            mode: response.mode,
-            ...(note === undefined ? {} : { note }),
-            results: response.results.map(({ path: file, startLine, endLine, score, source, snippet }) => ({
-              path: file,
-              startLine,
-              endLine,
-              score,
-              source,
-              snippet,
-            })),
-          },
-          null,
-          2,
-        );
+        const run = async (snippetChars?: number) => {
+          const response = await options.search.search(args.query, {
+            signal: context.signal,
+            paths,
+            ...(args.maxResults === undefined ? {} : { maxResults: args.maxResults }),
+            ...(args.minScore === undefined ? {} : { minScore: args.minScore }),
+            ...(snippetChars === undefined ? {} : { snippetChars }),
+          });
+          const note =
+            response.results.length === 0
+              ? [response.note, "Nothing in memory matched; try other words or a shorter query."]
+                  .filter((part) => part !== undefined)
+                  .join(" ")
+              : response.note;
+          const found = response.results.length;
+          const render = (kept: number, omitted = found - kept) =>
+            JSON.stringify(
+              {
+                mode: response.mode,
+                ...(note === undefined ? {} : { note }),
+                ...(omitted > 0
+                  ? {
+                      omitted: `${omitted} more passages left out to fit the context; search narrower for them.`,
+                    }
+                  : {}),
+                results: response.results
+                  .slice(0, kept)
+                  .map(({ path: file, startLine, endLine, score, source, snippet }) => ({
+                    path: file,
+                    startLine,
+                    endLine,
+                    score,
+                    source,
+                    snippet,
+                  })),
+              },
+              null,
+              2,
+            );
+          return { found, render };
+        };
+        // Within the output budget: first fewer passages, then shorter snippets (each still centred on its
+        // best-matching line), best hit always first.
+        let { found: total, render } = await run();
+        let output = render(total, 0);
+        if (fits(output)) return output;
+        for (let kept = total - 1; kept >= Math.min(total, RESULTS_BEFORE_SHRINKING); kept -= 1) {
+          output = render(kept, total - kept);
+          if (fits(output)) return output;
+        }
+        for (const snippetChars of SHRINKING_SNIPPETS) {
+          ({ render } = await run(snippetChars));
+          for (let kept = Math.min(total, RESULTS_BEFORE_SHRINKING); kept >= 1; kept -= 1) {
+            output = render(kept, total - kept);
+            if (fits(output)) return output;
+          }
+        }
+        return output;
       } catch (error) {
         return failure(`memory_search failed: ${describeError(error)}`);
       }
@@ -175,9 +220,18 @@ export function createMemoryTools(options: MemoryToolsOptions): Tool[] {
       if (from > lines.length) {
         return failure(`"${relative}" has ${lines.length} lines; fromLine ${from} is past the end.`);
       }
-      const to = Math.min(lines.length, from - 1 + (args.lines ?? defaultLines));
-      const more = to < lines.length ? ` (more follows: call again with fromLine ${to + 1})` : "";
-      return `${relative} lines ${from}-${to} of ${lines.length}${more}:\n${lines.slice(from - 1, to).join("\n")}`;
+      let to = Math.min(lines.length, from - 1 + (args.lines ?? defaultLines));
+      const render = () => {
+        const more = to < lines.length ? ` (more follows: call again with fromLine ${to + 1})` : "";
+        return `${relative} lines ${from}-${to} of ${lines.length}${more}:\n${lines.slice(from - 1, to).join("\n")}`;
+      };
+      // Over the output budget: fewer lines (at least one), and the model is told where to go on.
+      let output = render();
+      while (!fits(output) && to > from) {
+        to = from - 1 + Math.max(1, Math.floor((to - from + 1) * 0.75));
+        output = render();
+      }
+      return output;
     },
   });
 
