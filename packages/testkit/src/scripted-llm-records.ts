@@ -41,6 +41,8 @@ export interface RecordedChatRequest {
   readonly messages: readonly RecordedChatMessage[];
   readonly stream: boolean;
   readonly rejected?: ChatRejection;
+  /** Prompt tokens as the server counted them (messages + tool specs), on accepted requests. */
+  readonly promptTokens?: number;
   /** Milliseconds since the Unix epoch. */
   readonly receivedAt: number;
   readonly [field: string]: unknown;
@@ -76,8 +78,14 @@ export function recordChatRequest(
   body: unknown,
   receivedAt: number,
   rejected: ChatRejection | undefined,
+  promptTokens?: number,
 ): RecordedChatRequest {
   const parsed = recordedBodySchema.safeParse(body);
   const fields = parsed.success ? parsed.data : { model: "", messages: [], stream: false };
-  return Object.freeze({ ...fields, receivedAt, ...(rejected === undefined ? {} : { rejected }) });
+  return Object.freeze({
+    ...fields,
+    receivedAt,
+    ...(rejected === undefined ? {} : { rejected }),
+    ...(promptTokens === undefined ? {} : { promptTokens }),
+  });
 }

@@ -122,7 +122,7 @@ export async function startScriptedLlm(options: ScriptedLlmOptions = {}): Promis
       );
       return;
     }
-    const record = recordChatRequest(body, receivedAt, undefined);
+    const record = recordChatRequest(body, receivedAt, undefined, validation.accepted.promptTokens);
     chatRecords.push(record);
     const step = queue.shift() ?? (await fallback(record));
     await writeChatStep(step, { accepted: validation.accepted, counter, response, signal });

@@ -1,5 +1,5 @@
 import { defineTool, type Tool } from "@almanac/agent";
-import { UserError } from "@almanac/core";
+import { type TokenCounter, UserError } from "@almanac/core";
 import { z } from "zod";
 import type { StagedMemoryFile } from "./staged-memory-file.js";
 
@@ -24,18 +24,50 @@ function occurrences(text: string, needle: string): number[] {
   return found;
 }
 
+/** A bound on what `read_day_log` shows, so a huge log never makes a request overflow. */
+export interface DayLogView {
+  readonly counter: TokenCounter;
+  /** Most tokens of log text one read returns; a longer log is shown as its heading and its latest lines. */
+  readonly maxTokens: number;
+}
+
+/** The lines of `content` that fit `maxTokens`: the first line (the heading) and as many of the last as fit. */
+function boundedView(content: string, view: DayLogView): { readonly text: string; readonly hidden: number } {
+  if (view.counter.countText(content) <= view.maxTokens) return { text: content, hidden: 0 };
+  const lines = content.split("\n");
+  const head = lines[0] ?? "";
+  let used = view.counter.countText(head) + 1;
+  let start = lines.length;
+  while (start > 1) {
+    const cost = view.counter.countText(lines[start - 1] ?? "") + 1;
+    if (used + cost > view.maxTokens) break;
+    used += cost;
+    start -= 1;
+  }
+  return { text: [head, ...lines.slice(start)].join("\n"), hidden: start - 1 };
+}
+
 /**
  * The summarizer agent's tools. They act on one staged daily log only (no path argument, so the
- * agent cannot touch another file), and every change stays staged until the job commits.
+ * agent cannot touch another file), and every change stays staged until the job commits. With a
+ * `view`, a log too long for the model's window is read as its heading and latest lines, and is
+ * not rewritten whole (the agent has not seen all of it).
  */
-export function createDayLogTools(stage: StagedMemoryFile): Tool[] {
+export function createDayLogTools(stage: StagedMemoryFile, view?: DayLogView): Tool[] {
   const readDayLog = defineTool({
     name: "read_day_log",
-    description: `Read the whole daily log ${stage.path} as it is now, including your own changes so far.`,
+    description: `Read the daily log ${stage.path} as it is now, including your own changes so far.`,
     parameters: z.object({}),
     async execute() {
       const content = stage.content();
-      return `[${stage.path}: ${describeSize(content)}]\n${content}`;
+      if (view === undefined) return `[${stage.path}: ${describeSize(content)}]\n${content}`;
+      const shown = boundedView(content, view);
+      if (shown.hidden === 0) return `[${stage.path}: ${describeSize(content)}]\n${content}`;
+      return (
+        `[${stage.path}: ${describeSize(content)}; too long to show whole, so lines 2–${shown.hidden + 1} are left out. ` +
+        "Add new entries with append_day_log; edit only passages shown here; do not rewrite the log.]\n" +
+        shown.text
+      );
     },
   });
 
@@ -86,6 +118,12 @@ export function createDayLogTools(stage: StagedMemoryFile): Tool[] {
       content: z.string().describe("The complete new content of the log."),
     }),
     async execute({ content }) {
+      if (view !== undefined && view.counter.countText(stage.content()) > view.maxTokens) {
+        throw new UserError(
+          "memory.rewrite_refused",
+          "The log is too long to have been read whole, so it is not rewritten. Use append_day_log or edit_day_log.",
+        );
+      }
       stage.replace(content.endsWith("\n") || content === "" ? content : `${content}\n`);
       return `Rewrote ${stage.path} (now ${describeSize(stage.content())}).`;
     },

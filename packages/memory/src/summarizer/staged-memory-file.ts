@@ -19,6 +19,11 @@ export interface StagedMemoryFile {
    * as read or of the staged content (the agent sees the refusal and can fix its edit).
    */
   replace(next: string): void;
+  /**
+   * Puts back content this stage held earlier (from {@link content}), undoing the job's own later edits;
+   * no shrink guard, since nothing the file held when read is lost. Used to redo a pass that overflowed.
+   */
+  restore(earlier: string): void;
 }
 
 /** Options of {@link stageMemoryFile}. */
@@ -53,6 +58,9 @@ export function stageMemoryFile(
         }
       }
       staged = next;
+    },
+    restore(earlier) {
+      staged = earlier;
     },
   };
 }

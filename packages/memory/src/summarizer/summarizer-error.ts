@@ -7,7 +7,13 @@ export type SummarizerErrorCode =
   /** The job was stopped because the queue shut down; it stays journaled. */
   | "summarizer.stopped"
   /** A job's saved checkpoint is not in the expected shape (the job is parked, not guessed at). */
-  | "summarizer.checkpoint_invalid";
+  | "summarizer.checkpoint_invalid"
+  /** A summarizer option is out of range (names the option). */
+  | "summarizer.config_invalid"
+  /** The window minus the output cap leaves no room for messages after the instructions and tools. */
+  | "summarizer.window_too_small"
+  /** A summarizer step would not fit the window even lightened; handled like an overflow (the part is split). */
+  | "summarizer.step_too_long";
 
 /** Options of a {@link SummarizerError}. */
 export interface SummarizerErrorOptions extends AlmanacErrorOptions {

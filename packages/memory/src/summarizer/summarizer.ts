@@ -1,4 +1,4 @@
-import { createAgent, createToolkit, WorkingMemory } from "@almanac/agent";
+import { createAgent, createHookRegistry, createToolkit, WorkingMemory } from "@almanac/agent";
 import {
   type ChatModel,
   createMessage,
@@ -14,8 +14,16 @@ import { createDayLogTools } from "./day-log-tools.js";
 import { hashContent } from "./durable-file.js";
 import { assertTimeZone, type DayGroup, defaultTimeZone, groupMessagesByLocalDate } from "./local-date.js";
 import { createMemoryFileStore, type MemoryFileStore, type ShrinkGuard } from "./memory-file-store.js";
-import { chunkTranscript, renderTranscript, type TranscriptLimits } from "./render-transcript.js";
+import { renderTranscript, type TranscriptLimits } from "./render-transcript.js";
 import { type StagedMemoryFile, stageMemoryFile } from "./staged-memory-file.js";
+import {
+  countRequest,
+  createStepGuard,
+  isOverflowError,
+  passRoom,
+  resolveSummarizerBudget,
+  splitEntry,
+} from "./summarizer-budget.js";
 import { SummarizerError } from "./summarizer-error.js";
 import { buildSummarizerInput, SUMMARIZER_PROMPT } from "./summarizer-prompt.js";
 import type { JobOutcome, SummaryJob, SummaryJobContext, SummaryJobRunner } from "./summary-job.js";
@@ -38,8 +46,15 @@ export interface SummarizerOptions {
   readonly clock?: () => number;
   /** Reasoning steps per pass. Default 12. */
   readonly maxIterations?: number;
-  /** Transcript tokens per pass; a longer day is merged in several passes. Default 8000. */
+  /**
+   * Most transcript tokens per pass; a longer day is merged in several passes. Default 8000. Each pass is
+   * also sized to fit the window: system prompt, tools, the log as read, the agent's steps and the output cap.
+   */
   readonly maxTranscriptTokens?: number;
+  /** The summarizer model's context window in tokens. Default: the model's own, else 128,000. */
+  readonly contextWindow?: number;
+  /** Output cap of each summarizer step, kept free in the window. Default 4,096, at most a quarter of the window. */
+  readonly maxOutputTokens?: number;
   /** Times a day is merged again when a person edited its log before the commit. Default 3. */
   readonly maxConflictRetries?: number;
   readonly transcriptLimits?: TranscriptLimits;
@@ -100,42 +115,131 @@ export function createSummarizer(options: SummarizerOptions): SummaryJobRunner {
     createMemoryFileStore({ workspace: options.workspace, stateDir: options.stateDir, logger, clock });
   const { model, tokenCounter } = options;
 
-  const mergePass = async (
-    stage: StagedMemoryFile,
-    job: SummaryJob,
-    date: string,
-    entries: readonly string[],
-    part: number,
-    parts: number,
-    signal: AbortSignal,
-  ) => {
-    const agent = createAgent({
-      model,
-      toolkit: createToolkit(createDayLogTools(stage)),
-      systemPrompt: SUMMARIZER_PROMPT,
-      maxIterations: options.maxIterations ?? 12,
-      logger,
-      clock,
-    });
-    const input = createMessage({
+  const budget = resolveSummarizerBudget(
+    options.contextWindow ?? model.contextWindow ?? 128_000,
+    options.maxOutputTokens,
+  );
+
+  /** What one pass tells the agent, before the messages are chosen. */
+  interface PassFrame {
+    readonly stage: StagedMemoryFile;
+    readonly job: SummaryJob;
+    readonly date: string;
+  }
+
+  const passInput = (frame: PassFrame, entries: readonly string[], part: number, parts: number) =>
+    createMessage({
       role: "user",
       timestamp: clock(),
       content: buildSummarizerInput({
-        date,
+        date: frame.date,
         timeZone,
-        path: stage.path,
-        sessionKey: job.sessionKey,
-        reason: job.reason,
-        ...(job.summary === undefined ? {} : { summary: job.summary }),
+        path: frame.stage.path,
+        sessionKey: frame.job.sessionKey,
+        reason: frame.job.reason,
+        ...(frame.job.summary === undefined ? {} : { summary: frame.job.summary }),
         entries,
         part,
         parts,
       }),
     });
+
+  /** The tools of a pass over `stage`, the log read through a view of at most `logViewTokens`. */
+  const passTools = (stage: StagedMemoryFile, logViewTokens: number) =>
+    createToolkit(createDayLogTools(stage, { counter: tokenCounter, maxTokens: logViewTokens }));
+
+  /** How many transcript tokens the next pass may take, and how much of the log it may show. */
+  const roomFor = (frame: PassFrame, part: number) => {
+    // The fixed part: the request with an empty list of messages (a part number as long as any).
+    const probe = passInput(frame, [], part, part + 99);
+    const fixed = countRequest(tokenCounter, SUMMARIZER_PROMPT, [probe], passTools(frame.stage, 1).specs());
+    return passRoom(budget, fixed, tokenCounter.countText(frame.stage.content()));
+  };
+
+  const mergePass = async (
+    frame: PassFrame,
+    entries: readonly string[],
+    part: number,
+    parts: number,
+    logViewTokens: number,
+    signal: AbortSignal,
+  ) => {
+    const hooks = createHookRegistry();
+    hooks.on("preReasoning", createStepGuard(tokenCounter, budget));
+    const agent = createAgent({
+      model,
+      toolkit: passTools(frame.stage, logViewTokens),
+      hooks,
+      systemPrompt: SUMMARIZER_PROMPT,
+      maxIterations: options.maxIterations ?? 12,
+      maxOutputTokens: budget.maxOutputTokens,
+      logger,
+      clock,
+    });
+    const input = passInput(frame, entries, part, parts);
     const result = await agent.run({ memory: new WorkingMemory(), input, signal });
     if (result.stopReason === "max_iterations")
-      logger.warn({ date, part }, "summarizer pass hit its step limit");
+      logger.warn({ date: frame.date, part }, "summarizer pass hit its step limit");
     return messageText(result.reply).trim();
+  };
+
+  /**
+   * Merges a day's entries in passes, each sized from the window and the log as it is then. A pass that
+   * overflows anyway (the provider counts differently, or the agent's steps grew) is undone and its part
+   * merged again in two halves; an overflow never fails the job.
+   */
+  const mergeDay = async (frame: PassFrame, entries: readonly string[], signal: AbortSignal) => {
+    const notes: string[] = [];
+    const pending = [...entries];
+    const total = (list: readonly string[]) =>
+      list.reduce((sum, entry) => sum + tokenCounter.countText(entry) + 1, 0);
+    // Parts split after an overflow; they go before the rest of the day.
+    const redo: string[][] = [];
+    let part = 0;
+    while (redo.length > 0 || pending.length > 0) {
+      part += 1;
+      const room = roomFor(frame, part);
+      const limit = Math.min(maxTranscriptTokens, room.partTokens);
+      let chunk = redo.shift();
+      if (chunk === undefined) {
+        chunk = [];
+        let used = 0;
+        while (pending.length > 0) {
+          const entry = pending[0] as string;
+          const cost = tokenCounter.countText(entry) + 1;
+          if (cost > limit) {
+            if (chunk.length > 0) break;
+            pending.splice(0, 1, ...splitEntry(entry, limit - 1, tokenCounter));
+            continue;
+          }
+          if (used + cost > limit) break;
+          chunk.push(entry);
+          used += cost;
+          pending.shift();
+        }
+      }
+      const parts = part + redo.length + Math.ceil(total(pending) / limit);
+      const before = frame.stage.content();
+      try {
+        notes.push(await mergePass(frame, chunk, part, parts, room.logViewTokens, signal));
+      } catch (error) {
+        if (signal.aborted || !isOverflowError(error)) throw error;
+        frame.stage.restore(before);
+        part -= 1;
+        const halves =
+          chunk.length > 1
+            ? [chunk.slice(0, Math.ceil(chunk.length / 2)), chunk.slice(Math.ceil(chunk.length / 2))]
+            : splitEntry(chunk[0] ?? "", Math.floor(total(chunk) / 2), tokenCounter).map((piece) => [piece]);
+        // A part already small is not what overflows (the log or the instructions are): give up on it.
+        if (halves.length < 2 || total(chunk) < Math.max(32, budget.promptBudget / 16)) throw error;
+        logger.warn(
+          { date: frame.date, entries: chunk.length, tokens: total(chunk) },
+          "a summarizer pass overflowed the window; merging its part again in two halves",
+        );
+        redo.unshift(...halves);
+      }
+    }
+    return notes;
   };
 
   /** Finishes a journaled commit: applies it unless already applied; `undefined` when a person changed the file since. */
@@ -183,18 +287,12 @@ export function createSummarizer(options: SummarizerOptions): SummaryJobRunner {
       }
       const entries = renderTranscript(group.messages, timeZone, options.transcriptLimits);
       if (entries.length === 0) return { status: "done", path, changed: false, note: "no text to merge" };
-      const chunks = chunkTranscript(entries, maxTranscriptTokens, tokenCounter);
       for (let round = 0; round <= maxConflictRetries; round += 1) {
         const stage = stageMemoryFile(path, await store.tryRead(path), {
           initialContent: `# ${group.date}\n`,
           ...(options.shrinkGuard === undefined ? {} : { shrinkGuard: options.shrinkGuard }),
         });
-        const notes: string[] = [];
-        for (const [index, chunk] of chunks.entries()) {
-          notes.push(
-            await mergePass(stage, job, group.date, chunk, index + 1, chunks.length, context.signal),
-          );
-        }
+        const notes = await mergeDay({ stage, job, date: group.date }, entries, context.signal);
         const note = notes.filter((text) => text !== "").join(" ") || "done";
         if (!stage.changed()) {
           const done: DoneDay = { status: "done", path, changed: false, note };
