@@ -1,4 +1,3 @@
-import cliProgress from "cli-progress";
 import { z } from "zod";
 import { type AdminClient, CliError, createAdminClient, resolveTarget } from "./admin-client.js";
 import { type CliContext, EXIT, writeLine } from "./cli-context.js";
@@ -114,9 +113,11 @@ interface ProgressView {
   stop(): void;
 }
 
-function progressView(context: CliContext): ProgressView {
+async function progressView(context: CliContext): Promise<ProgressView> {
   const interactive = context.io.stdout.isTTY === true && !context.options.json;
   if (interactive) {
+    // Loaded only for a progress bar on a terminal: `memory search` and piped runs never need it.
+    const cliProgress = await import("cli-progress");
     const bar = new cliProgress.SingleBar(
       {
         format: "{phase} [{bar}] {value}/{total}",
@@ -169,7 +170,7 @@ async function reindex(context: CliContext): Promise<number> {
     if (!(error instanceof CliError && error.status === 409)) throw error;
     writeLine(context.io.stderr, "a reindex is already running; following it");
   }
-  const view = progressView(context);
+  const view = await progressView(context);
   let status: IndexStatus;
   try {
     for (;;) {
