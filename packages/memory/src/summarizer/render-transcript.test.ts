@@ -1,6 +1,6 @@
-import { createMessage, createTokenCounter } from "@almanac/core";
+import { createMessage } from "@almanac/core";
 import { describe, expect, it } from "vitest";
-import { chunkTranscript, renderTranscript, trimMiddle } from "./render-transcript.js";
+import { renderTranscript, trimMiddle } from "./render-transcript.js";
 
 const at = (hour: number, minute: number) => Date.UTC(2024, 4, 1, hour, minute);
 
@@ -77,21 +77,5 @@ describe("renderTranscript", () => {
     expect(entry).toContain("END");
     expect(entry).toMatch(/characters cut/);
     expect(trimMiddle("short", 10)).toBe("short");
-  });
-});
-
-describe("chunkTranscript", () => {
-  it("splits entries into consecutive chunks within the token budget, never losing one", () => {
-    const counter = createTokenCounter();
-    const entries = Array.from(
-      { length: 40 },
-      (_, index) => `[10:00] user: fact number ${index} about the deploy`,
-    );
-    const chunks = chunkTranscript(entries, 60, counter);
-    expect(chunks.length).toBeGreaterThan(1);
-    expect(chunks.flat()).toEqual(entries);
-    for (const chunk of chunks) {
-      expect(chunk.reduce((sum, entry) => sum + counter.countText(entry) + 1, 0)).toBeLessThanOrEqual(60);
-    }
   });
 });

@@ -1,4 +1,4 @@
-import type { Message, TokenCounter } from "@almanac/core";
+import type { Message } from "@almanac/core";
 import { localTimeOf } from "./local-date.js";
 
 /** Limits of {@link renderTranscript}, in characters. */
@@ -102,30 +102,4 @@ export function renderTranscript(
     if (lines.length > 0) entries.push(lines.join("\n"));
   }
   return entries;
-}
-
-/**
- * Splits rendered entries into consecutive chunks of at most `budgetTokens` each (an entry over the
- * budget gets a chunk of its own), so a long day is merged in several passes instead of overflowing.
- */
-export function chunkTranscript(
-  entries: readonly string[],
-  budgetTokens: number,
-  counter: TokenCounter,
-): string[][] {
-  const chunks: string[][] = [];
-  let current: string[] = [];
-  let used = 0;
-  for (const entry of entries) {
-    const cost = counter.countText(entry) + 1;
-    if (current.length > 0 && used + cost > budgetTokens) {
-      chunks.push(current);
-      current = [];
-      used = 0;
-    }
-    current.push(entry);
-    used += cost;
-  }
-  if (current.length > 0) chunks.push(current);
-  return chunks;
 }
