@@ -133,10 +133,13 @@ async function coldServer(): Promise<{ ms: number; cpu: number; url: string; sto
   }
 }
 
-/** Runs one CLI command in a new process; resolves with spawn-to-exit milliseconds. */
-async function coldCommand(url: string, args: readonly string[]): Promise<number> {
+// Preloaded into each CLI process: prints the process's own CPU time (user + system) on exit, on stderr.
+const CPU_REPORT = `data:text/javascript,process.on("exit",()=>{const u=process.cpuUsage();process.stderr.write("BENCH_CPU_MS "+((u.user+u.system)/1000)+"\\n")})`;
+
+/** Runs one CLI command in a new process; resolves with spawn-to-exit milliseconds and its CPU time. */
+async function coldCommand(url: string, args: readonly string[]): Promise<{ ms: number; cpu: number }> {
   const started = performance.now();
-  const child = spawn(process.execPath, [...runnerArgs, ...args, "--url", url], {
+  const child = spawn(process.execPath, ["--import", CPU_REPORT, ...runnerArgs, ...args, "--url", url], {
     env,
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -148,22 +151,29 @@ async function coldCommand(url: string, args: readonly string[]): Promise<number
     output += chunk.toString();
   });
   const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+  const ms = performance.now() - started;
   if (code !== 0) throw new Error(`almanac ${args.join(" ")} exited ${code}:\n${output}`);
-  return performance.now() - started;
+  return { ms, cpu: Number(/BENCH_CPU_MS ([\d.]+)/.exec(output)?.[1] ?? Number.NaN) };
 }
 
 const startUp: number[] = [];
 const startUpCpu: number[] = [];
 const sessionsList: number[] = [];
+const sessionsListCpu: number[] = [];
 const memorySearch: number[] = [];
+const memorySearchCpu: number[] = [];
 for (let run = 0; run < runs; run += 1) {
   const server = await coldServer();
   startUp.push(server.ms);
   startUpCpu.push(server.cpu);
   // Let the start-up's background work (index sync) settle so the client figures are the client's own.
   await new Promise((resolve) => setTimeout(resolve, 1_500));
-  sessionsList.push(await coldCommand(server.url, ["sessions", "list", "--json"]));
-  memorySearch.push(await coldCommand(server.url, ["memory", "search", "deploy budget"]));
+  const listed = await coldCommand(server.url, ["sessions", "list", "--json"]);
+  sessionsList.push(listed.ms);
+  sessionsListCpu.push(listed.cpu);
+  const searched = await coldCommand(server.url, ["memory", "search", "deploy budget"]);
+  memorySearch.push(searched.ms);
+  memorySearchCpu.push(searched.cpu);
   await server.stop();
 }
 
@@ -171,7 +181,9 @@ console.log(`runner: ${values.runner} (node ${runnerArgs.join(" ")}), memory: ${
 console.log(`server start → /healthz 200:          ${show(startUp)}`);
 console.log(`  its CPU time (user + system):        ${show(startUpCpu)}`);
 console.log(`cold almanac sessions list --json:     ${show(sessionsList)}`);
+console.log(`  its CPU time:                        ${show(sessionsListCpu)}`);
 console.log(`cold almanac memory search:            ${show(memorySearch)}`);
+console.log(`  its CPU time:                        ${show(memorySearchCpu)}`);
 console.log(
   `node ${process.version}, load average ${loadavg()
     .map((value) => value.toFixed(2))
