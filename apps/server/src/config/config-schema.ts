@@ -128,7 +128,8 @@ export const configSchema = z.strictObject({
       }),
       maxOutputTokens: setting(positiveInt.default(4096), {
         env: "ALMANAC_MODEL_MAX_OUTPUT_TOKENS",
-        description: "Largest reply the model may write (also reserved out of the window).",
+        description:
+          "Largest reply the model may write (also reserved out of the window). Unset: 4096, or an eighth of the window when that is smaller; at most half the window.",
       }),
       outputCapParameter: setting(
         z.enum(["max_tokens", "max_completion_tokens", "off"]).default("max_tokens"),

@@ -32,6 +32,26 @@ describe("loadConfig", () => {
     expect(missingModelSettings(config)).toEqual(["ALMANAC_MODEL_BASE_URL", "ALMANAC_MODEL_NAME"]);
   });
 
+  it("sizes the default output cap to the window and refuses a cap that leaves a prompt too little room", () => {
+    expect(loadConfig({ env: {}, cwd }).config.model.maxOutputTokens).toBe(4096);
+    const small = loadConfig({ env: { ALMANAC_MODEL_CONTEXT_WINDOW: "8192" }, cwd }).config.model;
+    expect(small.maxOutputTokens).toBe(1024);
+    const chosen = loadConfig({
+      env: { ALMANAC_MODEL_CONTEXT_WINDOW: "8192", ALMANAC_MODEL_MAX_OUTPUT_TOKENS: "2000" },
+      cwd,
+    });
+    expect(chosen.config.model.maxOutputTokens).toBe(2000);
+    const error = expectConfigError(() =>
+      loadConfig({
+        env: { ALMANAC_MODEL_CONTEXT_WINDOW: "8192", ALMANAC_MODEL_MAX_OUTPUT_TOKENS: "5000" },
+        cwd,
+      }),
+    );
+    expect(error.message).toMatch(
+      /model\.maxOutputTokens = 5000 \(from ALMANAC_MODEL_MAX_OUTPUT_TOKENS\): must be at most half of model\.contextWindow \(8192/u,
+    );
+  });
+
   it("reads environment variables with the right types", () => {
     const { config, sources } = loadConfig({
       env: {

@@ -178,12 +178,38 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
     });
     throw new ConfigError(problems, { cause: result.error });
   }
-  const config = result.data;
+  const config = withOutputCap(result.data, sources.get("model.maxOutputTokens"), file);
   return {
     config: { ...config, home: isAbsolute(config.home) ? config.home : resolve(options.cwd, config.home) },
     file,
     sources,
   };
+}
+
+/** The output cap when none is set: 4,096 tokens, or an eighth of a smaller window (1,024 at 8K). */
+export function defaultOutputCap(contextWindow: number): number {
+  return Math.min(4096, Math.max(256, Math.floor(contextWindow / 8)));
+}
+
+/**
+ * Fits the output cap to the window: the default shrinks with a small window (a 4,096-token reserve would leave
+ * an 8K model too little prompt to hold the system prompt and tools), and a cap set to half the window or more
+ * is refused, naming the key — every request is sized as prompt + cap ≤ window.
+ */
+function withOutputCap(
+  config: AlmanacConfig,
+  source: ConfigSource | undefined,
+  file: string | undefined,
+): AlmanacConfig {
+  const { contextWindow, maxOutputTokens } = config.model;
+  if (source === undefined)
+    return { ...config, model: { ...config.model, maxOutputTokens: defaultOutputCap(contextWindow) } };
+  if (maxOutputTokens * 2 > contextWindow) {
+    throw new ConfigError([
+      `model.maxOutputTokens = ${maxOutputTokens} (${source === "env" ? "from ALMANAC_MODEL_MAX_OUTPUT_TOKENS" : `from ${file}; env ALMANAC_MODEL_MAX_OUTPUT_TOKENS`}): must be at most half of model.contextWindow (${contextWindow}, ALMANAC_MODEL_CONTEXT_WINDOW), so prompts keep room; for example ${defaultOutputCap(contextWindow)}`,
+    ]);
+  }
+  return config;
 }
 
 /** True when enough is configured to call a model; otherwise the names of the missing env variables. */
