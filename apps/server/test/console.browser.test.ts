@@ -148,6 +148,17 @@ describe("web console in a real browser", () => {
   });
 
   it("sends a chat message and shows the reply growing as it streams", async () => {
+    // Opening a conversation loads its history. Hold that answer back, as a busy server would: a message typed
+    // meanwhile must not be wiped from view when the history arrives (the composer waits for it).
+    await page.route(
+      (url) => decodeURIComponent(url.pathname) === "/api/sessions/web:default:web:tides",
+      async (route) => {
+        const response = await route.fetch();
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        await route.fulfill({ response });
+      },
+      { times: 1 },
+    );
     await page.fill("#conversation", "tides");
     await page.click(".conversation-bar button[type=submit]");
     // Record, inside the page, every state of the assistant's bubble (text, still streaming or not), so the test
@@ -172,11 +183,13 @@ describe("web console in a real browser", () => {
         attributeFilter: ["class"],
       });
     });
+    // `fill` waits until the composer is enabled, i.e. the conversation's history has loaded.
     await page.fill("textarea[name=message]", "How do tides work?");
     await page.keyboard.press("Enter");
     await page.locator(".bubble.user", { hasText: "How do tides work?" }).waitFor();
     // Wait for what the user finally sees: the whole reply, no longer streaming.
-    await page.locator(".bubble.assistant:not(.streaming)", { hasText: REPLY }).waitFor();
+    // (Within the test's own timeout, so a failure names what never appeared.)
+    await page.locator(".bubble.assistant:not(.streaming)", { hasText: REPLY }).waitFor({ timeout: 20_000 });
     const seen = await page.evaluate(
       () => (window as unknown as { seen: { text: string; streaming: boolean }[] }).seen,
     );

@@ -43,6 +43,10 @@ export function ChatPage() {
   const [conversation, setConversation] = useState(() => localStorage.getItem(CONVERSATION_KEY) ?? "console");
   const [draftConversation, setDraftConversation] = useState(conversation);
   const [lines, setLines] = useState<ChatLine[]>([]);
+  // The conversation whose history is on screen. Until it matches `conversation` the composer is disabled:
+  // a message sent earlier would be wiped from view when the history arrives.
+  const [loadedFor, setLoadedFor] = useState<string>();
+  const loading = loadedFor !== conversation;
   const [message, setMessage] = useState("");
   const [sending, setSending] = useState(false);
   const [error, setError] = useState<unknown>();
@@ -62,8 +66,16 @@ export function ChatPage() {
     setError(undefined);
     let current = true;
     loadHistory(conversation).then(
-      (history) => current && setLines(history),
-      (caught: unknown) => current && setError(caught),
+      (history) => {
+        if (!current) return;
+        setLines(history);
+        setLoadedFor(conversation);
+      },
+      (caught: unknown) => {
+        if (!current) return;
+        setError(caught);
+        setLoadedFor(conversation);
+      },
     );
     return () => {
       current = false;
@@ -78,7 +90,7 @@ export function ChatPage() {
 
   const send = async () => {
     const text = message.trim();
-    if (text === "" || sending) return;
+    if (text === "" || sending || loading) return;
     setMessage("");
     setSending(true);
     setError(undefined);
@@ -163,10 +175,11 @@ export function ChatPage() {
           rows="2"
           placeholder="Message (Enter to send, Shift+Enter for a new line)"
           value=${message}
+          disabled=${loading}
           onInput=${(event: Event) => setMessage((event.currentTarget as HTMLTextAreaElement).value)}
           onKeyDown=${onKeyDown}
         ></textarea>
-        <button type="submit" disabled=${sending || message.trim() === ""}>${sending ? "Sending…" : "Send"}</button>
+        <button type="submit" disabled=${sending || loading || message.trim() === ""}>${sending ? "Sending…" : "Send"}</button>
       </form>
     </section>
   `;
