@@ -1,9 +1,9 @@
 #!/usr/bin/env node
-// Builds the server and CLI into apps/server/dist (see docs/build.md): one ESM bundle (Rolldown) from src/main.ts with
-// source maps, the workspace packages (@almanac/*) inlined, every third-party package left external (native
-// modules such as better-sqlite3 must stay in node_modules), and code splitting so each command loads only the
-// chunks its dynamic `import()`s reach: the CLI's client commands never load fastify, the channel SDKs, the
-// tokenizer or SQLite.
+// Builds the server and CLI into apps/server/dist (see docs/build.md): one ESM bundle from src/main.ts made
+// with Rolldown, with source maps, the workspace packages (@almanac/*) inlined, every third-party package left
+// external (native modules such as better-sqlite3 must stay in node_modules), and code splitting so each
+// command loads only the chunks its dynamic `import()`s reach: the CLI's client commands never load fastify,
+// the channel SDKs, the tokenizer or SQLite.
 //
 // Incremental: dist/build-info.json lists every source file of the last build; when none is newer than that
 // build (and none is gone), the build is skipped. `--force` rebuilds anyway. Plain JavaScript on purpose: it
