@@ -24,7 +24,9 @@ export function createMetrics(sample: {
   contextTokens?: () => readonly number[];
 }): ServerMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: "almanac_process_" });
+  // prom-client's default names already start with their group (`process_cpu_seconds_total`,
+  // `nodejs_heap_size_total_bytes`), so the prefix is only ours: `almanac_process_cpu_seconds_total`.
+  collectDefaultMetrics({ register: registry, prefix: "almanac_" });
   return {
     registry,
     turns: new Counter({
