@@ -2,6 +2,7 @@ import { realpathSync } from "node:fs";
 import type { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { runCli } from "./cli/cli.js";
+import { quietOnClosedPipe } from "./cli/cli-context.js";
 
 /** Resolves once everything written to the stream so far has been handed to the OS. */
 function flushed(stream: Writable): Promise<void> {
@@ -14,7 +15,7 @@ function flushed(stream: Writable): Promise<void> {
  */
 export async function main(argv: readonly string[] = process.argv.slice(2)): Promise<void> {
   const code = await runCli(argv, {
-    stdout: process.stdout,
+    stdout: quietOnClosedPipe(process.stdout),
     stderr: process.stderr,
     stdin: process.stdin,
     env: process.env,

@@ -52,13 +52,22 @@ async function* readEvents(response: Response): AsyncGenerator<StreamEvent> {
   }
 }
 
-/** Sends one message and prints the reply's deltas as they arrive; returns false when the turn failed. */
+/** What one turn produced: the reply text (partial when it failed) and the error, if any. */
+interface TurnResult {
+  readonly reply: string;
+  readonly error?: string;
+}
+
+/**
+ * Sends one message and streams the reply. Plain output prints the deltas as they arrive (an error goes to
+ * stderr); with `--json` nothing is printed here and the caller prints the turn as one object.
+ */
 async function ask(
   context: CliContext,
   client: AdminClient,
   session: string,
   text: string,
-): Promise<boolean> {
+): Promise<TurnResult> {
   const response = await client.raw(
     "POST",
     "/v1/chat/completions",
@@ -66,39 +75,53 @@ async function ask(
     // Percent-encoded UTF-8, so a session named in any script (or with "%") reaches the server as typed.
     { "x-almanac-session": encodeURIComponent(session) },
   );
-  const { stdout, stderr } = context.io;
-  let wroteText = false;
+  const { stdout } = context.io;
+  const json = context.options.json;
+  let reply = "";
   for await (const event of readEvents(response)) {
     if ("delta" in event) {
-      stdout.write(event.delta);
-      wroteText = true;
+      if (!json) stdout.write(event.delta);
+      reply += event.delta;
     } else if ("error" in event) {
-      if (wroteText) writeLine(stdout);
-      writeLine(stderr, `error: ${event.error}`);
-      return false;
+      if (!json && reply !== "") writeLine(stdout);
+      return { reply, error: event.error };
     } else {
       break;
     }
   }
-  writeLine(stdout);
-  return true;
+  if (!json) writeLine(stdout);
+  return { reply };
+}
+
+/** The `--json` line of one turn (documented in docs/cli.md). */
+function turnJson(session: string, message: string, result: TurnResult): string {
+  return JSON.stringify({
+    session,
+    message,
+    reply: result.reply,
+    ok: result.error === undefined,
+    ...(result.error === undefined ? {} : { error: result.error }),
+  });
 }
 
 /**
  * `almanac chat`: a terminal conversation with one session. Reads lines from stdin (a prompt on a terminal),
  * answers each, and stops at `/exit` or end of input (Ctrl-D), so it can also be scripted with a pipe.
+ * With `--json`, stdout carries only one JSON object per turn (no banner, no prompt).
  */
 export async function chatCommand(context: CliContext, options: ChatOptions = {}): Promise<number> {
   const session = options.session ?? "cli";
   const client = createAdminClient(resolveTarget(context), context.fetch);
   const interactive = context.io.stdin.isTTY === true;
+  const json = context.options.json;
   const lines = createInterface({ input: context.io.stdin, terminal: interactive, crlfDelay: Infinity });
   const prompt = () => {
-    if (interactive) context.io.stdout.write("you> ");
+    if (interactive && !json) context.io.stdout.write("you> ");
   };
   if (interactive) {
+    // The banner goes where it cannot break the JSON lines on stdout.
     writeLine(
-      context.io.stdout,
+      json ? context.io.stderr : context.io.stdout,
       `Chatting with session "${session}" at ${client.baseUrl}. /exit or Ctrl-D quits.`,
     );
     lines.on("SIGINT", () => lines.close());
@@ -110,20 +133,25 @@ export async function chatCommand(context: CliContext, options: ChatOptions = {}
       const text = line.trim();
       if (text === "/exit" || text === "/quit") break;
       if (text !== "") {
+        let result: TurnResult;
         try {
-          if (!(await ask(context, client, session, text))) failures += 1;
+          result = await ask(context, client, session, text);
         } catch (error) {
           // Unreachable server or refused token end the chat; a failed turn does not.
           if (!(error instanceof CliError) || error.exitCode !== EXIT.failure) throw error;
-          writeLine(context.io.stderr, `error: ${error.message}`);
+          result = { reply: "", error: error.message };
+        }
+        if (result.error !== undefined) {
+          writeLine(context.io.stderr, `error: ${result.error}`);
           failures += 1;
         }
+        if (json) writeLine(context.io.stdout, turnJson(session, text, result));
       }
       prompt();
     }
   } finally {
     lines.close();
   }
-  if (interactive) writeLine(context.io.stdout);
+  if (interactive && !json) writeLine(context.io.stdout);
   return failures === 0 ? EXIT.ok : EXIT.failure;
 }

@@ -52,3 +52,16 @@ export const EXIT = {
 export function writeLine(output: CliOutput, line = ""): void {
   output.write(`${line}\n`);
 }
+
+/**
+ * Lets a reader that stops early (`almanac doctor | head -1`) end the output quietly instead of crashing
+ * with EPIPE: the rest of the output is dropped and the command still finishes with its own exit code.
+ */
+export function quietOnClosedPipe<T extends NodeJS.WritableStream>(stream: T): T {
+  stream.on("error", (error: NodeJS.ErrnoException) => {
+    // After EPIPE the stream is destroyed; later writes report ERR_STREAM_DESTROYED, equally harmless.
+    if (error.code === "EPIPE" || error.code === "ERR_STREAM_DESTROYED") return;
+    throw error;
+  });
+  return stream;
+}
