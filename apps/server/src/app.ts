@@ -86,6 +86,12 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
       components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
       security: [{ bearer: [] }],
     },
+    // Public routes (health, readiness, webhooks) say so, decided on the same route flag the auth hook reads;
+    // a wildcard gets a named parameter (`{path}`) instead of swagger's `{*}`.
+    transform: ({ schema, url, route }) => ({
+      schema: route.config?.public === true ? { ...schema, security: [] } : schema,
+      url: url.endsWith("*") ? `${url.slice(0, -1)}:path` : url,
+    }),
   });
   app.addHook("onRequest", async (_request, reply) => {
     if (deps.isShuttingDown()) {
@@ -100,48 +106,68 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     if (deps.isShuttingDown()) reply.header("connection", "close");
   });
 
-  app.get("/healthz", { ...PUBLIC_ROUTE, schema: { hide: true } }, async () => ({ status: "ok" }));
-  app.get("/readyz", { ...PUBLIC_ROUTE, schema: { hide: true } }, async (_request, reply) => {
-    const info = deps.info();
-    const index = await deps.memory.indexStatus();
-    const indexOk = index.lastError === undefined;
-    const storage = (await deps.storage?.check()) ?? { ok: true };
-    const ready = info.model.configured && indexOk && storage.ok;
-    const channels = deps.channels().filter((channel) => channel.state !== "disabled");
-    return reply.status(ready ? 200 : 503).send({
-      ready,
-      checks: {
-        storage,
-        index: indexOk
-          ? {
-              ok: true,
-              backend: index.backend,
-              state: index.state,
-              ...(index.state === "rebuilding" ? { repair: index.repair } : {}),
-            }
-          : {
-              ok: false,
-              backend: index.backend,
-              error: index.lastError,
-              hint: "See GET /api/memory/index and the log.",
-            },
-        // Channels are reported, not required: a platform outage must not take the API out of rotation.
-        channels: channels.map((channel) => ({ channel: channel.channel, state: channel.state })),
-        model: info.model.configured
-          ? { ok: true, name: info.model.name }
-          : {
-              ok: false,
-              missing: info.model.missing,
-              hint: `Set ${info.model.missing.join(" and ")} to chat.`,
-            },
-      },
-    });
-  });
-  app.get("/metrics", { schema: { hide: true } }, async (_request, reply) => {
-    reply.header("content-type", deps.metrics.registry.contentType);
-    return deps.metrics.registry.metrics();
-  });
-  app.get("/api/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  app.get(
+    "/healthz",
+    {
+      ...PUBLIC_ROUTE,
+      schema: { tags: ["operations"], summary: "Liveness: the process answers (no token)" },
+    },
+    async () => ({ status: "ok" }),
+  );
+  const readinessSummary = "Readiness: model, storage and index checks; 503 when not ready (no token)";
+  app.get(
+    "/readyz",
+    { ...PUBLIC_ROUTE, schema: { tags: ["operations"], summary: readinessSummary } },
+    async (_request, reply) => {
+      const info = deps.info();
+      const index = await deps.memory.indexStatus();
+      const indexOk = index.lastError === undefined;
+      const storage = (await deps.storage?.check()) ?? { ok: true };
+      const ready = info.model.configured && indexOk && storage.ok;
+      const channels = deps.channels().filter((channel) => channel.state !== "disabled");
+      return reply.status(ready ? 200 : 503).send({
+        ready,
+        checks: {
+          storage,
+          index: indexOk
+            ? {
+                ok: true,
+                backend: index.backend,
+                state: index.state,
+                ...(index.state === "rebuilding" ? { repair: index.repair } : {}),
+              }
+            : {
+                ok: false,
+                backend: index.backend,
+                error: index.lastError,
+                hint: "See GET /api/memory/index and the log.",
+              },
+          // Channels are reported, not required: a platform outage must not take the API out of rotation.
+          channels: channels.map((channel) => ({ channel: channel.channel, state: channel.state })),
+          model: info.model.configured
+            ? { ok: true, name: info.model.name }
+            : {
+                ok: false,
+                missing: info.model.missing,
+                hint: `Set ${info.model.missing.join(" and ")} to chat.`,
+              },
+        },
+      });
+    },
+  );
+  app.get(
+    "/metrics",
+    { schema: { tags: ["operations"], summary: "Prometheus metrics" } },
+    async (_request, reply) => {
+      reply.header("content-type", deps.metrics.registry.contentType);
+      return deps.metrics.registry.metrics();
+    },
+  );
+  app.get(
+    "/api/openapi.json",
+    { schema: { tags: ["operations"], summary: "This OpenAPI document" } },
+    async () => app.swagger(),
+  );
 
   app.get(
     "/api/channels",
