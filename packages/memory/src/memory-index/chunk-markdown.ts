@@ -4,7 +4,10 @@ import type { MemoryChunk } from "./types.js";
 
 /** Options of {@link chunkMarkdown}. */
 export interface ChunkMarkdownOptions {
-  /** Largest chunk, in tokens (default 400). */
+  /**
+   * Largest chunk, in tokens (default 600: a dialogue session or two; 400 lost answers a line beside
+   * the chunk, bench:conversational in BENCHMARKS.md).
+   */
   readonly maxTokens?: number;
   /** Tokens of whole lines repeated at the start of the next chunk when a section is cut (default 80). */
   readonly overlapTokens?: number;
@@ -139,7 +142,7 @@ export function chunkMarkdown(
   content: string,
   options: ChunkMarkdownOptions = {},
 ): MemoryChunk[] {
-  const maxTokens = Math.max(1, positiveInteger(options.maxTokens, 400, "maxTokens"));
+  const maxTokens = Math.max(1, positiveInteger(options.maxTokens, 600, "maxTokens"));
   const overlapTokens = Math.min(positiveInteger(options.overlapTokens, 80, "overlapTokens"), maxTokens / 2);
   const count = options.countTokens ?? defaultCountTokens;
   const units = toUnits(content, maxTokens, count);

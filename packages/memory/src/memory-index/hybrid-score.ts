@@ -1,9 +1,10 @@
 import { embeddingInput } from "./chunk-markdown.js";
 import {
   type AnalyzedQuery,
-  containsTerm,
+  countTerm,
   normalizeForMatching,
   type QueryConcept,
+  textLength,
 } from "./text-analysis.js";
 import type { BackendHit, SearchMode, StoredChunk, TermStatistics } from "./types.js";
 
@@ -11,12 +12,16 @@ import type { BackendHit, SearchMode, StoredChunk, TermStatistics } from "./type
 export interface ScoringOptions {
   /** Share of the vector side in hybrid mode, the rest is text (default 0.6). */
   readonly vectorWeight?: number;
-  /** Share of the score given to holding the query's identifiers (default 0.5). */
+  /** Share of the score given to holding the query's rare identifiers (default 0.5). */
   readonly identifierWeight?: number;
   /** Largest recency gain, reached by a mid-scored note written today (default 0.2 → at most +0.05). */
   readonly recencyWeight?: number;
   /** Days after which a daily log's recency gain halves (default 30). */
   readonly recencyHalfLifeDays?: number;
+  /** BM25 term-frequency saturation (default 1.2). */
+  readonly k1?: number;
+  /** BM25 length normalization, 0 (none) to 1 (full) (default 0.75). */
+  readonly b?: number;
 }
 
 /** A hit with its score and the evidence behind it. */
@@ -63,6 +68,26 @@ function inverseDocumentFrequency(concept: QueryConcept, statistics: TermStatist
   return Math.log(1 + (total - documents + 0.5) / (documents + 0.5));
 }
 
+/**
+ * An identifier held by more than this share of chunks (the two speakers' names in a chat log) is
+ * a word like any other: holding it says little about a chunk (bench:conversational, BENCHMARKS.md).
+ */
+const rareIdentifierShare = 0.1;
+/** Term frequencies saturate (BM25); counting past this is waste. */
+const frequencyLimit = 20;
+/**
+ * Maps relative BM25 `x` (1 = every concept once in a chunk of mean length) onto [0, 1) as
+ * `1 − e^(−2x)`: 0.86 for that chunk, 0.39 for one concept in four, so the score floor keeps its meaning.
+ */
+const textSteepness = 2;
+
+function isRare(concept: QueryConcept, statistics: TermStatistics | undefined): boolean {
+  if (statistics === undefined) return true;
+  let documents = 0;
+  for (const term of concept.terms) documents = Math.max(documents, statistics.documents.get(term) ?? 0);
+  return documents <= Math.max(1, statistics.total * rareIdentifierShare);
+}
+
 /** Context of one scoring pass. */
 export interface ScoringContext {
   readonly mode: SearchMode;
@@ -75,10 +100,11 @@ export interface ScoringContext {
 
 /**
  * Scores candidates from both sides on one scale in [0, 1] and sorts them, best first.
- * Text relevance is coverage: the IDF-weighted share of the query's concepts a chunk holds (BM25
- * only breaks ties). Hybrid mode mixes it with cosine similarity; chunks not embedded yet are
- * scored on text alone. Chunks holding the query's identifiers get a share of the score that
- * others cannot reach, then recency nudges daily logs.
+ * Text relevance is BM25-shaped (saturated term frequency, length normalization against the
+ * candidates' mean) over the query's own IDF weight, so it counts how well a chunk holds each concept,
+ * not just whether, on an absolute scale. Hybrid mode mixes it with cosine similarity; chunks not
+ * embedded yet are scored on text alone. Chunks holding the query's rare identifiers get a share of
+ * the score that others cannot reach, then recency nudges daily logs.
  */
 export function scoreHits(
   query: AnalyzedQuery,
@@ -89,25 +115,45 @@ export function scoreHits(
   const identifierWeight = context.options?.identifierWeight ?? 0.5;
   const recencyWeight = context.options?.recencyWeight ?? 0.2;
   const halfLifeDays = context.options?.recencyHalfLifeDays ?? 30;
+  const k1 = context.options?.k1 ?? 1.2;
+  const b = context.options?.b ?? 0.75;
   const meaningful = query.concepts.filter((concept) => !concept.stopWord);
   const concepts = meaningful.length > 0 ? meaningful : query.concepts;
   const weights = concepts.map((concept) => inverseDocumentFrequency(concept, context.statistics));
   const totalWeight = weights.reduce((sum, weight) => sum + weight, 0);
-  const identifiers = concepts.filter((concept) => concept.identifier);
-  const maxTextScore = Math.max(0, ...hits.map((hit) => hit.textScore ?? 0));
+  const identifiers = concepts.flatMap((concept, index) =>
+    concept.identifier && isRare(concept, context.statistics) ? [index] : [],
+  );
 
-  const measured = hits.map((hit) => {
+  const prepared = hits.map((hit) => {
     const text = normalizeForMatching(searchableText(hit.chunk));
-    const holds = (concept: QueryConcept) => concept.terms.some((term) => containsTerm(text, term));
+    const frequencies = concepts.map((concept) =>
+      Math.max(...concept.terms.map((term) => countTerm(text, term, frequencyLimit))),
+    );
+    return { hit, frequencies, length: textLength(text) };
+  });
+  // Length is judged against the candidates' mean: chunks are bounded by the chunker, so it is stable.
+  const averageLength = Math.max(
+    1,
+    prepared.reduce((sum, entry) => sum + entry.length, 0) / Math.max(1, prepared.length),
+  );
+  const measured = prepared.map(({ hit, frequencies, length }) => {
     let covered = 0;
-    concepts.forEach((concept, index) => {
-      if (holds(concept)) covered += weights[index]!;
+    let saturated = 0;
+    const lengthNorm = k1 * (1 - b + (b * length) / averageLength);
+    frequencies.forEach((frequency, index) => {
+      if (frequency === 0) return;
+      covered += weights[index]!;
+      saturated += (weights[index]! * frequency * (k1 + 1)) / (frequency + lengthNorm);
     });
     const coverage = totalWeight > 0 ? covered / totalWeight : 0;
+    // BM25 over the query's own weight: 1 when every concept appears once in a chunk of mean length.
+    const relative = totalWeight > 0 ? saturated / totalWeight : 0;
+    const textScore = 1 - Math.exp(-textSteepness * relative);
     const identifierShare =
-      identifiers.length === 0 ? 0 : identifiers.filter(holds).length / identifiers.length;
-    const bm25Share = maxTextScore > 0 && hit.textScore !== undefined ? hit.textScore / maxTextScore : 0;
-    const textScore = coverage * (0.9 + 0.1 * bm25Share);
+      identifiers.length === 0
+        ? 0
+        : identifiers.filter((index) => frequencies[index]! > 0).length / identifiers.length;
     const base =
       context.mode === "hybrid" && hit.vectorSimilarity !== undefined
         ? vectorWeight * Math.max(0, hit.vectorSimilarity) + (1 - vectorWeight) * textScore

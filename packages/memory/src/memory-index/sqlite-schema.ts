@@ -5,8 +5,11 @@ import Database from "better-sqlite3";
 import * as sqliteVec from "sqlite-vec";
 import { IDENTIFIER_JOINERS } from "./text-analysis.js";
 
-/** Bumped when the layout changes; an index with another version is dropped and rebuilt from the Markdown. */
-export const SCHEMA_VERSION = "1";
+/**
+ * Bumped when the layout or the chunking changes; an index with another version is dropped and rebuilt
+ * from the Markdown. 2: chunks of up to 600 tokens (were 400).
+ */
+export const SCHEMA_VERSION = "2";
 
 // Terms arrive pre-analysed (text-analysis.ts) and separated by spaces. The tokenizer must not
 // split them again: every character an analysed term can hold is a token character here

@@ -260,14 +260,44 @@ function surfaceForms(term: string): string[] {
  * `analyzeText` except for rare apostrophe forms (`don't` → `dont`).
  */
 export function containsTerm(normalized: string, term: string): boolean {
-  if (term === "") return false;
-  if (cjkTest.test(term)) return normalized.includes(term);
+  return countTerm(normalized, term, 1) > 0;
+}
+
+/**
+ * How many times analysing `normalized` would yield `term` (its term frequency), counted like
+ * {@link containsTerm}; stops at `limit` (frequencies saturate in scoring, so counting on is waste).
+ */
+export function countTerm(normalized: string, term: string, limit = Number.POSITIVE_INFINITY): number {
+  if (term === "") return 0;
+  let count = 0;
+  if (cjkTest.test(term)) {
+    for (
+      let index = normalized.indexOf(term);
+      index !== -1 && count < limit;
+      index = normalized.indexOf(term, index + 1)
+    )
+      count += 1;
+    return count;
+  }
   for (const form of surfaceForms(term)) {
     for (let index = normalized.indexOf(form); index !== -1; index = normalized.indexOf(form, index + 1)) {
       const before = index === 0 ? "" : normalized[index - 1]!;
       const after = normalized[index + form.length] ?? "";
-      if (!wordCharacterTest.test(before) && !wordCharacterTest.test(after)) return true;
+      if (!wordCharacterTest.test(before) && !wordCharacterTest.test(after)) {
+        count += 1;
+        if (count >= limit) return count;
+      }
     }
   }
-  return false;
+  return count;
+}
+
+const lengthPattern = new RegExp(`[${cjkClass}${spacelessClass}]|[\\p{L}\\p{N}\\p{M}]+`, "gu");
+
+/** Length of a text in words (each CJK character counting as one), for BM25's length normalization. */
+export function textLength(normalized: string): number {
+  let length = 0;
+  lengthPattern.lastIndex = 0;
+  while (lengthPattern.exec(normalized) !== null) length += 1;
+  return length;
 }
