@@ -1,42 +1,17 @@
-import { execFileSync } from "node:child_process";
-import { mkdtemp, open, rm, unlink } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { formatSessionKey, sessionKeyToFileStem } from "@almanac/core";
-import { type RecordedChatRequest, script } from "@almanac/testkit";
+import { fillDisk, mountSmallFileSystem, type RecordedChatRequest, script } from "@almanac/testkit";
 import { APIError } from "openai";
 import { afterAll, describe, expect, it } from "vitest";
 import { readTranscriptLines, startTestServer, type TestServer } from "./test-server.js";
 
 // A real full disk: a 4 MiB tmpfs as ALMANAC_HOME, filled on purpose. Mounting needs root (as in CI); anywhere
 // else the suite is skipped and says why.
-const mountPoint = await mkdtemp(join(tmpdir(), "almanac-full-disk-"));
-const mountProblem = (() => {
-  try {
-    execFileSync("mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mountPoint], { stdio: "pipe" });
-    return undefined;
-  } catch (error) {
-    return error instanceof Error ? error.message.split("\n")[0] : String(error);
-  }
-})();
-
-afterAll(async () => {
-  if (mountProblem === undefined) execFileSync("umount", [mountPoint], { stdio: "pipe" });
-  await rm(mountPoint, { recursive: true, force: true });
-});
-
-/** Writes `path` until the file system refuses (ENOSPC); the disk is then full. */
-async function fillDisk(path: string): Promise<void> {
-  const handle = await open(path, "w");
-  const block = Buffer.alloc(64 * 1024, 1);
-  try {
-    for (;;) await handle.write(block);
-  } catch (error) {
-    expect((error as NodeJS.ErrnoException).code).toBe("ENOSPC");
-  } finally {
-    await handle.close();
-  }
-}
+const disk = await mountSmallFileSystem("4m", "almanac-full-disk-");
+const mountPoint = disk.path;
+const mountProblem = disk.problem;
+afterAll(() => disk.dispose());
 
 function lastUserText(request: RecordedChatRequest): string {
   const user = [...request.messages].reverse().find((message) => message.role === "user");

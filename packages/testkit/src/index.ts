@@ -29,3 +29,4 @@ export type {
   RecordedToolCall,
 } from "./scripted-llm-records.js";
 export type { ChatRejection } from "./scripted-llm-validation.js";
+export { fillDisk, mountSmallFileSystem, type SmallFileSystem } from "./small-file-system.js";

@@ -1,8 +1,8 @@
-import { execFileSync } from "node:child_process";
-import { mkdtemp, open, rm, unlink } from "node:fs/promises";
+import { mkdtemp, rm, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createMessage } from "@almanac/core";
+import { fillDisk, mountSmallFileSystem } from "@almanac/testkit";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { SummaryJobInput, SummaryJobRunner } from "./summary-job.js";
 import { createSummaryQueue, type SummaryQueue } from "./summary-queue.js";
@@ -25,18 +25,6 @@ const input: SummaryJobInput = {
   messages: [createMessage({ role: "user", content: "hello", timestamp: Date.UTC(2024, 4, 1, 9) })],
   createdAt: Date.UTC(2024, 4, 1, 9),
 };
-
-/** Writes `file` until the file system refuses with ENOSPC. */
-async function fillDisk(file: string): Promise<void> {
-  const handle = await open(file, "w");
-  try {
-    for (;;) await handle.write(Buffer.alloc(64 * 1024, 1));
-  } catch (error) {
-    expect(error).toMatchObject({ code: "ENOSPC" });
-  } finally {
-    await handle.close();
-  }
-}
 
 const diskFull = () => Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
 
@@ -72,20 +60,10 @@ describe("the summary queue on a full disk", () => {
 });
 
 // A real full disk for the journal itself: needs root to mount a tmpfs (as in CI); skipped elsewhere.
-const mountPoint = await mkdtemp(path.join(tmpdir(), "almanac-queue-full-"));
-const mountProblem = (() => {
-  try {
-    execFileSync("mount", ["-t", "tmpfs", "-o", "size=512k", "tmpfs", mountPoint], { stdio: "pipe" });
-    return undefined;
-  } catch (error) {
-    return error instanceof Error ? error.message.split("\n")[0] : String(error);
-  }
-})();
-
-afterAll(async () => {
-  if (mountProblem === undefined) execFileSync("umount", [mountPoint], { stdio: "pipe" });
-  await rm(mountPoint, { recursive: true, force: true });
-});
+const disk = await mountSmallFileSystem("512k", "almanac-queue-full-");
+const mountPoint = disk.path;
+const mountProblem = disk.problem;
+afterAll(() => disk.dispose());
 
 describe.skipIf(mountProblem !== undefined)(
   `the summary journal on a full tmpfs${mountProblem === undefined ? "" : ` (skipped: cannot mount, needs root: ${mountProblem})`}`,
