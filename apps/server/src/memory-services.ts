@@ -93,16 +93,19 @@ export async function createMemoryServices(options: {
   readonly logger: Logger;
 }): Promise<MemoryServices> {
   const { config, tokenCounter } = options;
+  // Its own lines say component "memory"; each part it creates binds its own component (pino would repeat the
+  // key if a part's binding were added to this one), so the parts get the unbound logger.
   const logger = options.logger.child({ component: "memory" });
+  const partLogger = options.logger;
   const workspace = join(config.home, "workspace");
   const stateDir = join(config.home, "state");
   const timeZone = config.memory.timeZone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
-  const store = createMemoryFileStore({ workspace, stateDir, logger });
+  const store = createMemoryFileStore({ workspace, stateDir, logger: partLogger });
   // A damaged index file is moved aside and replaced by an empty one (at open or when a query meets the
   // damage); until a sync over the Markdown has finished, the status says "rebuilding" and search says so.
   let indexRepair: IndexRepairStatus | undefined;
   let rebuildAfterRepair: (() => void) | undefined;
-  const backend = await createIndexBackend(config, logger, (repair) => {
+  const backend = await createIndexBackend(config, partLogger, (repair) => {
     indexRepair = repair;
     rebuildAfterRepair?.();
   });
@@ -116,22 +119,22 @@ export async function createMemoryServices(options: {
             apiKey: embedding.apiKey ?? "",
             model: embedding.model,
             ...(embedding.dimensions === undefined ? {} : { dimensions: embedding.dimensions }),
-            logger,
+            logger: partLogger,
           }),
         }
       : {}),
-    logger,
+    logger: partLogger,
   });
   const search = createMemorySearch({
     backend,
     embedder: embeddings,
-    logger,
+    logger: partLogger,
     indexNote: () =>
       rebuilding()
         ? "The memory index is being rebuilt from the Markdown files (the old one was damaged); results may be incomplete until it is done."
         : undefined,
   });
-  const indexer = createMemoryIndexer({ workspace, backend, embedder: embeddings, logger });
+  const indexer = createMemoryIndexer({ workspace, backend, embedder: embeddings, logger: partLogger });
   let syncing: { kind: "sync" | "reindex"; progress?: SyncProgress } | undefined = { kind: "sync" };
   let lastError: string | undefined;
   const track = (
@@ -178,10 +181,15 @@ export async function createMemoryServices(options: {
       // Every summarizer request is sized from the model's window, the output cap kept free.
       contextWindow: config.model.contextWindow,
       maxOutputTokens: config.model.maxOutputTokens,
-      logger,
+      logger: partLogger,
       scopeOf: (sessionKey) => resolveMemoryScope(sessionKey, config),
     });
-    queue = createSummaryQueue({ stateDir, run, logger, maxAttempts: config.memory.summarizerMaxAttempts });
+    queue = createSummaryQueue({
+      stateDir,
+      run,
+      logger: partLogger,
+      maxAttempts: config.memory.summarizerMaxAttempts,
+    });
     await queue.start();
   }
   return {
@@ -296,8 +304,10 @@ async function createIndexBackend(
   if (index.backend === "qdrant" && (embedding.baseUrl === undefined || embedding.dimensions === undefined)) {
     // A first `docker compose up` without an embedding model must still start: Qdrant needs the vector
     // size up front, so until the embedding settings exist the embedded index does the job.
-    logger.warn(
-      { missing: ["ALMANAC_EMBEDDING_BASE_URL", "ALMANAC_EMBEDDING_MODEL", "ALMANAC_EMBEDDING_DIMENSIONS"] },
+    logger.child({ component: "memory" }).warn(
+      {
+        missing: ["ALMANAC_EMBEDDING_BASE_URL", "ALMANAC_EMBEDDING_MODEL", "ALMANAC_EMBEDDING_DIMENSIONS"],
+      },
       "ALMANAC_INDEX_BACKEND=qdrant needs an embedding model and its dimensions; using the embedded SQLite index until they are set",
     );
   } else if (index.backend === "qdrant") {

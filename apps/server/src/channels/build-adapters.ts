@@ -36,7 +36,8 @@ export async function buildChannels(
       adapter: createDiscordAdapter({
         token: discord.token,
         ...(discord.apiBaseUrl ? { apiBaseUrl: discord.apiBaseUrl } : {}),
-        logger: logger.child({ channel: "discord" }),
+        // The adapter binds its own `channel` and `account` (binding them here too would repeat the keys).
+        logger,
       }),
       policy: policyOf(discord),
     });

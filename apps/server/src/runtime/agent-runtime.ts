@@ -128,7 +128,7 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
           notices.push(event.notice);
         options.onCompaction?.(event);
       },
-      logger: logger.child({ sessionKey, component: "compaction" }),
+      logger: logger.child({ sessionKey }), // the compactor binds component "compaction" itself
     });
     // Specs for measuring between turns; a turn measures with its own toolkit's (equal) specs.
     let specs: readonly ToolSpec[] | undefined;

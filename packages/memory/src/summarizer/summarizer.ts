@@ -104,7 +104,9 @@ function parseCheckpoint(value: unknown): Checkpoint {
  * is committed once, after a commit record is journaled, so a crash never applies it twice.
  */
 export function createSummarizer(options: SummarizerOptions): SummaryJobRunner {
-  const logger = (options.logger ?? silentLogger).child({ component: "summarizer" });
+  // The store and the agent bind their own `component`; they get the unbound logger so no line repeats the key.
+  const partLogger = options.logger ?? silentLogger;
+  const logger = partLogger.child({ component: "summarizer" });
   const clock = options.clock ?? Date.now;
   const timeZone = options.timeZone ?? defaultTimeZone();
   assertTimeZone(timeZone);
@@ -112,7 +114,12 @@ export function createSummarizer(options: SummarizerOptions): SummaryJobRunner {
   const maxConflictRetries = options.maxConflictRetries ?? 3;
   const store =
     options.store ??
-    createMemoryFileStore({ workspace: options.workspace, stateDir: options.stateDir, logger, clock });
+    createMemoryFileStore({
+      workspace: options.workspace,
+      stateDir: options.stateDir,
+      logger: partLogger,
+      clock,
+    });
   const { model, tokenCounter } = options;
 
   const budget = resolveSummarizerBudget(
@@ -173,7 +180,7 @@ export function createSummarizer(options: SummarizerOptions): SummaryJobRunner {
       systemPrompt: SUMMARIZER_PROMPT,
       maxIterations: options.maxIterations ?? 12,
       maxOutputTokens: budget.maxOutputTokens,
-      logger,
+      logger: partLogger,
       clock,
     });
     const input = passInput(frame, entries, part, parts);
