@@ -1,12 +1,7 @@
 import { formatSessionKey, sessionKeyToFileStem } from "@almanac/core";
-import { type RecordedChatRequest, script } from "@almanac/testkit";
+import { lastUserText, type RecordedChatRequest, script } from "@almanac/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { readTranscriptLines, startTestServer, TEST_MODEL_KEY, type TestServer } from "./test-server.js";
-
-function lastUserText(request: RecordedChatRequest): string {
-  const user = [...request.messages].reverse().find((message) => message.role === "user");
-  return typeof user?.content === "string" ? user.content : JSON.stringify(user?.content);
-}
 
 const echo = (request: RecordedChatRequest) => script.text(`echo: ${lastUserText(request)}`);
 const apiStem = (id: string) =>

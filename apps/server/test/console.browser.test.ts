@@ -1,7 +1,7 @@
 import { copyFile, mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type RecordedChatRequest, script } from "@almanac/testkit";
+import { lastUserText, script } from "@almanac/testkit";
 import Fastify from "fastify";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,11 +12,6 @@ import { ARTIFACT_DIR, DOC_SCREENSHOT_DIR, ensureConsoleBuilt, launchChromium } 
 import { startTestServer, TEST_TOKEN, type TestServer } from "./test-server.js";
 
 const REPLY = "Tides follow the moon: two highs and two lows every lunar day, give or take.";
-
-function lastUserText(request: RecordedChatRequest): string {
-  const user = [...request.messages].reverse().find((message) => message.role === "user");
-  return typeof user?.content === "string" ? user.content : JSON.stringify(user?.content);
-}
 
 /** Splits a server-sent-events body into its JSON events. */
 function sseEvents(body: string): Array<Record<string, unknown>> {

@@ -1,15 +1,10 @@
-import { type RecordedChatRequest, script } from "@almanac/testkit";
+import { lastUserText, script } from "@almanac/testkit";
 import { type FakeDingTalk, startFakeDingTalk, waitUntil } from "@almanac/testkit/dingtalk";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { startTestServer, type TestServer } from "./test-server.js";
 
 let dingtalk: FakeDingTalk;
 let running: TestServer | undefined;
-
-function lastUserText(request: RecordedChatRequest): string {
-  const user = [...request.messages].reverse().find((message) => message.role === "user");
-  return String(user?.content ?? "");
-}
 
 beforeEach(async () => {
   // The SDK prints a few lines with console.info itself (documented in docs/channels/dingtalk.md).

@@ -1,15 +1,10 @@
-import { type RecordedChatRequest, script } from "@almanac/testkit";
+import { lastUserText, script } from "@almanac/testkit";
 import { type FakeDiscord, startFakeDiscord, waitUntil } from "@almanac/testkit/discord";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "./test-server.js";
 
 let discord: FakeDiscord;
 let running: TestServer | undefined;
-
-function lastUserText(request: RecordedChatRequest): string {
-  const user = [...request.messages].reverse().find((message) => message.role === "user");
-  return String(user?.content ?? "");
-}
 
 beforeEach(async () => {
   discord = await startFakeDiscord();

@@ -1,4 +1,4 @@
-import { type RecordedChatRequest, script } from "@almanac/testkit";
+import { lastUserText, script } from "@almanac/testkit";
 import { type FakeFeishu, startFakeFeishu } from "@almanac/testkit/feishu";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "./server-process.js";
@@ -6,11 +6,6 @@ import { startTestServer, type TestServer } from "./test-server.js";
 
 let feishu: FakeFeishu | undefined;
 let running: TestServer | undefined;
-
-function lastUserText(request: RecordedChatRequest): string {
-  const user = [...request.messages].reverse().find((message) => message.role === "user");
-  return String(user?.content ?? "");
-}
 
 /** The Markdown text of a post message the bot sent (one `md` element per paragraph list). */
 function postText(content: unknown): string {

@@ -3,6 +3,7 @@ import { summaryInstructionsTitle, summarySections } from "@almanac/memory";
 import {
   type RecordedChatMessage,
   type RecordedChatRequest,
+  recordedText,
   type ScriptStep,
   script,
 } from "@almanac/testkit";
@@ -16,19 +17,6 @@ import { isSummarizerRequest } from "./test-server.js";
 
 /** A planted fact id, e.g. `FACT-K16`. */
 const FACT_ID = /FACT-[A-Z0-9]+/;
-
-/** The text of a wire message's content (a string or an array of text parts). */
-export function contentText(content: unknown): string {
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  return content
-    .map((part: unknown) =>
-      typeof part === "object" && part !== null && "text" in part && typeof part.text === "string"
-        ? part.text
-        : "",
-    )
-    .join("");
-}
 
 /** The name of the tool whose call `message` (a tool result) answers, from the request's assistant messages. */
 function toolNameOf(
@@ -54,7 +42,7 @@ function toolArgumentsOf(request: RecordedChatRequest, message: RecordedChatMess
 
 /** True for a compaction request: its system message is the rolling-summary instructions. */
 export function isCompactionRequest(request: RecordedChatRequest): boolean {
-  return contentText(request.messages[0]?.content).startsWith(summaryInstructionsTitle);
+  return recordedText(request.messages[0]?.content).startsWith(summaryInstructionsTitle);
 }
 
 const counter = createTokenCounter();
@@ -72,7 +60,7 @@ function factStatements(lines: readonly string[], prefix: RegExp): string[] {
  * request's output cap (the oldest facts give way first), as a model cut off at `max_tokens` would.
  */
 function compactionStep(request: RecordedChatRequest): ScriptStep {
-  const material = contentText(request.messages.at(-1)?.content);
+  const material = recordedText(request.messages.at(-1)?.content);
   const split = material.indexOf("<messages>");
   const previous = material.slice(0, Math.max(0, split)).split("\n");
   const messages = material.slice(Math.max(0, split)).split("\n");
@@ -94,7 +82,7 @@ function compactionStep(request: RecordedChatRequest): ScriptStep {
 
 /** The lines of a summarizer pass's messages (its user message after `Messages:`). */
 function passLines(request: RecordedChatRequest): string[] {
-  const input = contentText(request.messages.find((message) => message.role === "user")?.content);
+  const input = recordedText(request.messages.find((message) => message.role === "user")?.content);
   const start = input.indexOf("\nMessages:\n");
   return start === -1 ? [] : input.slice(start + "\nMessages:\n".length).split("\n");
 }
@@ -115,7 +103,7 @@ function summarizerStep(request: RecordedChatRequest): ScriptStep {
   if (last?.role === "user") return script.toolCalls([{ name: "read_day_log", arguments: {} }]);
   const tool = toolNameOf(request, last);
   if (tool !== "read_day_log") return script.text("Merged the new facts into the log.");
-  const log = contentText(last?.content);
+  const log = recordedText(last?.content);
   const bullets: string[] = [];
   const seen = new Set<string>();
   for (const line of passLines(request)) {
@@ -172,7 +160,7 @@ export function lineHolding(toolResult: string, id: string): string | undefined 
 function chatStep(request: RecordedChatRequest): ScriptStep {
   const last = request.messages.at(-1);
   if (last?.role === "user") {
-    const text = contentText(last.content);
+    const text = recordedText(last.content);
     const question = /What do you remember about (FACT-[A-Z0-9]+)\?/.exec(text);
     if (question) return script.toolCalls([{ name: "memory_search", arguments: { query: question[1] } }]);
     const reports = [...text.matchAll(/report-\d+\.txt/g)].map((match) => match[0]);
@@ -188,7 +176,7 @@ function chatStep(request: RecordedChatRequest): ScriptStep {
   if (toolNameOf(request, last) === "memory_search") {
     const query = /"query":"([^"]*)"/.exec(toolArgumentsOf(request, last))?.[1] ?? "";
     if (FACT_ID.test(query)) {
-      const line = lineHolding(contentText(last?.content), query);
+      const line = lineHolding(recordedText(last?.content), query);
       return script.text(
         line === undefined ? `I have nothing about ${query} in memory.` : `From memory: ${line}`,
       );

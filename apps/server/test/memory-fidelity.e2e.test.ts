@@ -1,10 +1,16 @@
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type RecordedChatRequest, type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
+import {
+  type RecordedChatRequest,
+  recordedText,
+  type ScriptedLlm,
+  script,
+  startScriptedLlm,
+} from "@almanac/testkit";
 import OpenAI from "openai";
 import { afterAll, describe, expect, it } from "vitest";
-import { contentText, fidelityStep, isCompactionRequest } from "./fidelity-script.js";
+import { fidelityStep, isCompactionRequest } from "./fidelity-script.js";
 import { type ServerProcess, spawnServer, waitFor } from "./server-process.js";
 import { isSummarizerRequest, TEST_MODEL_KEY, TEST_TOKEN } from "./test-server.js";
 
@@ -98,7 +104,7 @@ function requestKind(request: RecordedChatRequest): string {
   if (isCompactionRequest(request)) return "compaction";
   if (isSummarizerRequest(request)) return "summarizer";
   const lastUser = [...request.messages].reverse().find((message) => message.role === "user");
-  return `chat after "${contentText(lastUser?.content).slice(0, 60)}"`;
+  return `chat after "${recordedText(lastUser?.content).slice(0, 60)}"`;
 }
 
 interface JobsBody {
@@ -144,7 +150,7 @@ describe("memory fidelity end to end", () => {
         last?.role === "tool" &&
         !isSummarizerRequest(request) &&
         !isCompactionRequest(request) &&
-        contentText(lastUser?.content).includes(`(turn ${CRASH_TURN})`)
+        recordedText(lastUser?.content).includes(`(turn ${CRASH_TURN})`)
       ) {
         crashArmed = false;
         crashReached = true;
@@ -310,7 +316,7 @@ describe("memory fidelity end to end", () => {
         (request) =>
           isAgentRequest(request) &&
           request.messages.at(-1)?.role === "tool" &&
-          contentText(request.messages.at(-1)?.content).includes("characters cut here to save context"),
+          recordedText(request.messages.at(-1)?.content).includes("characters cut here to save context"),
       ).length,
       parkedJobs: finalJobs.stats.parked,
       sessionSeconds: Number(sessionSeconds.toFixed(1)),

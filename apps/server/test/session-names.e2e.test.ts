@@ -1,5 +1,5 @@
 import { formatSessionKey } from "@almanac/core";
-import { type RecordedChatRequest, script } from "@almanac/testkit";
+import { lastUserText, type RecordedChatRequest, script } from "@almanac/testkit";
 import fc from "fast-check";
 import OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -7,11 +7,6 @@ import { startTestServer, TEST_TOKEN, type TestServer } from "./test-server.js";
 
 const apiKey = (id: string) => formatSessionKey({ channel: "api", account: "default", kind: "api", id });
 const webKey = (id: string) => formatSessionKey({ channel: "web", account: "default", kind: "web", id });
-
-function lastUserText(request: RecordedChatRequest | undefined): string {
-  const user = [...(request?.messages ?? [])].reverse().find((message) => message.role === "user");
-  return typeof user?.content === "string" ? user.content : JSON.stringify(user?.content);
-}
 
 /** Every message text the model was sent in one request, to see which history a turn had. */
 function sentTexts(request: RecordedChatRequest | undefined): string[] {

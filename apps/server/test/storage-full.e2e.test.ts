@@ -1,7 +1,7 @@
 import { unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { formatSessionKey, sessionKeyToFileStem } from "@almanac/core";
-import { fillDisk, mountSmallFileSystem, type RecordedChatRequest, script } from "@almanac/testkit";
+import { fillDisk, lastUserText, mountSmallFileSystem, script } from "@almanac/testkit";
 import { APIError } from "openai";
 import { afterAll, describe, expect, it } from "vitest";
 import { readTranscriptLines, startTestServer, type TestServer } from "./test-server.js";
@@ -12,11 +12,6 @@ const disk = await mountSmallFileSystem("4m", "almanac-full-disk-");
 const mountPoint = disk.path;
 const mountProblem = disk.problem;
 afterAll(() => disk.dispose());
-
-function lastUserText(request: RecordedChatRequest): string {
-  const user = [...request.messages].reverse().find((message) => message.role === "user");
-  return typeof user?.content === "string" ? user.content : JSON.stringify(user?.content);
-}
 
 const stem = sessionKeyToFileStem(
   formatSessionKey({ channel: "api", account: "default", kind: "api", id: "disk" }),

@@ -28,5 +28,6 @@ export type {
   RecordedRequest,
   RecordedToolCall,
 } from "./scripted-llm-records.js";
+export { lastUserText, recordedText } from "./scripted-llm-records.js";
 export type { ChatRejection } from "./scripted-llm-validation.js";
 export { fillDisk, mountSmallFileSystem, type SmallFileSystem } from "./small-file-system.js";

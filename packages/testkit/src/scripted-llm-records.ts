@@ -89,3 +89,22 @@ export function recordChatRequest(
     ...(promptTokens === undefined ? {} : { promptTokens }),
   });
 }
+
+/** The text of a recorded message's content: a string as is, or the text parts of an array joined. */
+export function recordedText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .map((part: unknown) =>
+      typeof part === "object" && part !== null && "text" in part && typeof part.text === "string"
+        ? part.text
+        : "",
+    )
+    .join("");
+}
+
+/** The text of the newest user message of a recorded request ("" when there is none). */
+export function lastUserText(request: RecordedChatRequest | undefined): string {
+  const user = [...(request?.messages ?? [])].reverse().find((message) => message.role === "user");
+  return recordedText(user?.content);
+}
