@@ -10,7 +10,7 @@ import {
   type Usage,
   UserError,
 } from "@almanac/core";
-import type { SessionStats } from "../sessions/session-snapshot.js";
+import type { SessionSnapshot, SessionStats } from "../sessions/session-snapshot.js";
 import type { SessionSummary } from "../sessions/session-store.js";
 import type { AgentSession } from "./agent-runtime.js";
 import { type ChatCommand, HELP_TEXT, parseCommand } from "./commands.js";
@@ -57,12 +57,13 @@ function sumUsage(usage: readonly Usage[]): TurnResult["usage"] {
 
 /**
  * Owns every conversation: loads sessions on demand, runs one turn at a time per session through the lane
- * scheduler, persists after every turn (transcript first, then the snapshot), and unloads idle sessions.
+ * scheduler, persists after every turn (the turn's messages and the snapshot committed together), and unloads
+ * idle sessions.
  *
- * Crash safety: before the model is called the user's message is in the snapshot (with `openTurn` set) and in
- * the transcript. A snapshot still marked open on load means the process died mid-turn; the session is then
- * reconciled with its transcript (messages the transcript has that the snapshot lacks are restored, and vice
- * versa) and tool calls left without results get explicit error results.
+ * Crash safety: before the model is called the user's message is in the transcript (fsynced). The snapshot
+ * records the transcript's size when it was written, so transcript lines past it on load mean the process died
+ * mid-turn; they are restored into the session, and tool calls left without results get explicit error results.
+ * (Snapshots of earlier versions marked such a turn with `openTurn`; those are still reconciled.)
  */
 export class SessionManager {
   readonly #options: SessionManagerOptions;
@@ -143,11 +144,11 @@ export class SessionManager {
       session.memory.messages.map((message) => message.id).filter((id) => !session.untranscribed?.has(id)),
     );
     session.memory.append(input);
-    // Open the turn durably before any model time is spent: the user's words survive a crash from here on.
-    // Messages an earlier full disk kept out of the transcript go first; if this fails too, the input joins
-    // them (kept in memory, written by the next turn) and the caller gets the storage error.
+    // Open the turn durably before any model time is spent: the user's words survive a crash from here on
+    // (the transcript past the snapshot's recorded size is the open turn). Messages an earlier full disk kept
+    // out of the transcript go first; if this fails too, the input joins them (kept in memory, written by the
+    // next turn) and the caller gets the storage error.
     await this.#transcribe(session, before);
-    await this.#save(session, { openTurn: { inputId: input.id, startedAt: this.#clock() } });
 
     const timeout = AbortSignal.timeout(this.#options.limits.turnTimeoutMs);
     const signals = [laneSignal, timeout];
@@ -296,14 +297,27 @@ export class SessionManager {
     session.untranscribed = undefined;
   }
 
-  /** Transcribes what is new, then saves the snapshot. */
+  /** Commits what is new to the transcript together with the snapshot (one disk wait). */
   async #persist(session: LoadedSession, transcribed: Set<string>): Promise<void> {
     session.memory.replaceMessages(repairToolPairs(session.memory.messages));
-    await this.#transcribe(session, transcribed);
-    await this.#save(session, {});
+    const added = session.memory.messages.filter((message) => !transcribed.has(message.id));
+    try {
+      await this.#options.store.commit(this.#snapshot(session), added);
+    } catch (error) {
+      // Neither file changed: the messages stay in memory and the next turn writes them first.
+      if (added.length > 0) session.untranscribed = new Set(added.map((message) => message.id));
+      throw error;
+    }
+    for (const message of added) transcribed.add(message.id);
+    session.untranscribed = undefined;
   }
 
-  async #save(session: LoadedSession, extra: Partial<Pick<SessionStats, "openTurn">>): Promise<void> {
+  async #save(session: LoadedSession): Promise<void> {
+    await this.#options.store.save(this.#snapshot(session));
+  }
+
+  /** The session's snapshot as of now (updating its stats). */
+  #snapshot(session: LoadedSession): SessionSnapshot {
     const now = this.#clock();
     session.stats = {
       turns: session.stats.turns,
@@ -312,16 +326,15 @@ export class SessionManager {
       ...(session.stats.channel === undefined ? {} : { channel: session.stats.channel }),
       messageCount: session.memory.messages.length,
       contextTokens: this.#contextTokens(session),
-      ...extra,
     };
-    await this.#options.store.save({
+    return {
       version: 1,
       key: session.key,
       createdAt: session.createdAt,
       updatedAt: now,
       memory: session.memory.toJSON(),
       stats: session.stats,
-    });
+    };
   }
 
   async #acquire(key: string, channel: string | undefined): Promise<LoadedSession> {
@@ -349,16 +362,25 @@ export class SessionManager {
     const result = await readUsableSnapshot(this.#options.store, key);
     if (result.status !== "ok") return this.#rebuild(key, channel, runtime, result);
     const { snapshot, memory } = result;
+    const { openTurn, ...stats } = snapshot.stats;
     const session: LoadedSession = {
       key,
       createdAt: snapshot.createdAt,
       runtime,
       memory,
-      stats: snapshot.stats,
+      stats,
       lastUsed: now,
     };
-    if (snapshot.stats.openTurn !== undefined)
-      await this.#reconcile(session, snapshot.stats.openTurn.inputId);
+    if (openTurn !== undefined) {
+      // Written by an earlier version: the turn opened with `inputId` was cut short.
+      const transcript = await this.#transcript(key);
+      const start = transcript.findIndex((message) => message.id === openTurn.inputId);
+      await this.#reconcile(session, start === -1 ? [] : transcript.slice(start + 1), transcript);
+    } else if (result.transcriptBehind) {
+      await this.#reconcile(session, [], await this.#transcript(key));
+    } else if (result.unseen.length > 0) {
+      await this.#reconcile(session, result.unseen, undefined);
+    }
     return session;
   }
 
@@ -379,30 +401,41 @@ export class SessionManager {
       logger: this.#logger,
     });
     const session: LoadedSession = { key, runtime, lastUsed: now, ...state };
-    if (fromTranscript) await this.#save(session, {});
+    if (fromTranscript) await this.#save(session);
     return session;
   }
 
-  /** The previous process died during a turn: make snapshot and transcript agree again. */
-  async #reconcile(session: LoadedSession, inputId: string): Promise<void> {
-    const transcript = await this.#transcript(session.key);
+  /**
+   * The previous process died during a turn (or the transcript lost lines): make snapshot and transcript agree
+   * again. `later` holds transcript messages from after the snapshot (restored unless already in memory);
+   * `transcript` is the whole transcript when it may lack messages of the snapshot (appended to it again).
+   */
+  async #reconcile(
+    session: LoadedSession,
+    later: readonly Message[],
+    transcript: readonly Message[] | undefined,
+  ): Promise<void> {
     const inMemory = new Set(session.memory.messages.map((message) => message.id));
-    const inTranscript = new Set(transcript.map((message) => message.id));
-    const start = transcript.findIndex((message) => message.id === inputId);
-    const restored =
-      start === -1 ? [] : transcript.slice(start + 1).filter((message) => !inMemory.has(message.id));
-    const missingFromTranscript = session.memory.messages.filter((message) => !inTranscript.has(message.id));
+    const restored = later.filter((message) => !inMemory.has(message.id));
+    const inTranscript = transcript && new Set(transcript.map((message) => message.id));
+    const missingFromTranscript =
+      inTranscript === undefined
+        ? []
+        : session.memory.messages.filter((message) => !inTranscript.has(message.id));
     if (restored.length > 0) session.memory.append(...restored);
     const repaired = repairToolPairs(session.memory.messages);
     session.memory.replaceMessages(repaired);
-    const repairs = repaired.filter((message) => !inMemory.has(message.id) && !inTranscript.has(message.id));
+    const laterIds = new Set(later.map((message) => message.id));
+    const repairs = repaired.filter(
+      (message) => !inMemory.has(message.id) && !laterIds.has(message.id) && !inTranscript?.has(message.id),
+    );
     const toAppend = [...missingFromTranscript, ...repairs];
     if (toAppend.length > 0) await this.#options.store.appendTranscript(session.key, toAppend);
     this.#logger.warn(
       { sessionKey: session.key, restored: restored.length, appended: toAppend.length },
       "recovered a turn interrupted by a crash",
     );
-    await this.#save(session, {});
+    await this.#save(session);
   }
 
   /** Drops sessions idle for longer than the limit (they stay on disk). */

@@ -9,6 +9,10 @@ export interface UsableSnapshot {
   readonly status: "ok";
   readonly snapshot: SessionSnapshot;
   readonly memory: WorkingMemory;
+  /** Messages the transcript got after the snapshot was written: the turn the previous process died in. */
+  readonly unseen: readonly Message[];
+  /** The transcript is shorter than the snapshot records: it may lack messages the snapshot holds. */
+  readonly transcriptBehind: boolean;
 }
 
 /** No snapshot, or one that was moved aside as unusable. */
@@ -35,6 +39,8 @@ export async function readUsableSnapshot(
       status: "ok",
       snapshot: result.snapshot,
       memory: WorkingMemory.fromJSON(result.snapshot.memory),
+      unseen: result.unseen,
+      transcriptBehind: result.transcriptBehind,
     };
   } catch (error) {
     return store.moveAside(key, `its working memory is unusable (${describeError(error)})`);

@@ -20,8 +20,28 @@ export function isAtomicTempFile(name: string): boolean {
  * On failure the temp file is removed and the old content stays.
  */
 export async function writeFileAtomic(path: string, data: string): Promise<void> {
+  const staged = await stageFileAtomic(path, data);
+  await staged.publish({ syncDirectory: true });
+}
+
+/** A temp file written and fsynced by {@link stageFileAtomic}, not yet in place. */
+export interface StagedFile {
+  /**
+   * Renames the temp file over its target. `syncDirectory` also fsyncs the directory, so the rename itself
+   * survives a power loss (without it a power loss may leave the previous version, whole, in place).
+   */
+  publish(options: { readonly syncDirectory: boolean }): Promise<void>;
+  /** Removes the temp file; the target keeps its old content. */
+  discard(): Promise<void>;
+}
+
+/**
+ * The first half of {@link writeFileAtomic}: the new content in a temp file beside `path`, fsynced, so a caller
+ * can wait for it together with another fsync and publish it only when both succeeded.
+ */
+export async function stageFileAtomic(path: string, data: string): Promise<StagedFile> {
   const tempPath = join(dirname(path), `.${basename(path)}.${randomBytes(8).toString("hex")}.tmp`);
-  let renamed = false;
+  const discard = () => unlink(tempPath).catch(() => {});
   try {
     const handle = await open(tempPath, "wx", 0o600);
     try {
@@ -30,12 +50,22 @@ export async function writeFileAtomic(path: string, data: string): Promise<void>
     } finally {
       await handle.close();
     }
-    await rename(tempPath, path);
-    renamed = true;
-    await fsyncDirectory(dirname(path));
-  } finally {
-    if (!renamed) await unlink(tempPath).catch(() => {});
+  } catch (error) {
+    await discard();
+    throw error;
   }
+  return {
+    async publish({ syncDirectory }) {
+      try {
+        await rename(tempPath, path);
+      } catch (error) {
+        await discard();
+        throw error;
+      }
+      if (syncDirectory) await fsyncDirectory(dirname(path));
+    },
+    discard,
+  };
 }
 
 /**

@@ -16,8 +16,9 @@ export interface SessionStats {
   /** Prompt tokens of the working memory at the last save. */
   readonly contextTokens?: number;
   /**
-   * Set while a turn is in flight: the user's message is persisted but the reply is not yet.
+   * Written by earlier versions while a turn was in flight (the user's message persisted, the reply not yet).
    * Found on load, it tells the runtime the previous process died mid-turn and which input to reconcile.
+   * Now the transcript's bytes past {@link SessionSnapshot.transcriptBytes} tell it; this is only read.
    */
   readonly openTurn?: OpenTurn;
 }
@@ -48,6 +49,11 @@ export interface SessionSnapshot {
   /** The agent's WorkingMemory as JSON; validated by the caller. */
   readonly memory: unknown;
   readonly stats: SessionStats;
+  /**
+   * Size of the transcript when this snapshot was written (set by the store). Transcript bytes beyond it are
+   * messages the snapshot has not seen: a turn the process died in. Absent in snapshots of earlier versions.
+   */
+  readonly transcriptBytes?: number;
 }
 
 const timestampSchema = z.number().finite().nonnegative();
@@ -72,6 +78,7 @@ export const sessionSnapshotSchema: z.ZodType<SessionSnapshot> = z.object({
   updatedAt: timestampSchema,
   memory: z.unknown().refine((value) => value !== undefined, { message: "memory is required" }),
   stats: sessionStatsSchema,
+  transcriptBytes: countSchema.optional(),
 });
 
 /** One line of `sessions/<stem>.jsonl`: the message, tagged with its session key. */

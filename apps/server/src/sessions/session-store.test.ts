@@ -50,6 +50,11 @@ function snapshotFor(key: string, overrides: Partial<SessionSnapshot> = {}): Ses
   };
 }
 
+/** What `load` returns for a snapshot saved while the transcript had `transcriptBytes` bytes and nothing since. */
+function loaded(snapshot: SessionSnapshot, transcriptBytes = 0) {
+  return { status: "ok", snapshot: { ...snapshot, transcriptBytes }, unseen: [], transcriptBehind: false };
+}
+
 async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
   const result: T[] = [];
   for await (const item of items) result.push(item);
@@ -87,7 +92,7 @@ describe("snapshots", () => {
   it("saves a snapshot as <stem>.json and loads it back", async () => {
     const snapshot = snapshotFor(KEY);
     await store.save(snapshot);
-    expect(await store.load(KEY)).toEqual({ status: "ok", snapshot });
+    expect(await store.load(KEY)).toEqual(loaded(snapshot));
     expect(await readdir(dir)).toEqual([`${STEM}.json`]);
   });
 
@@ -119,7 +124,7 @@ describe("snapshots", () => {
     await writeFile(join(dir, leftover), '{"version":1,"key":"discord:main:dm:42","crea');
 
     const restarted = createSessionStore({ dir, logger: createRecordingLogger(logs) });
-    expect(await restarted.load(KEY)).toEqual({ status: "ok", snapshot });
+    expect(await restarted.load(KEY)).toEqual(loaded(snapshot));
     expect(await readdir(dir)).toEqual([`${STEM}.json`]);
     expect(
       logs.some((entry) => entry.level === "warn" && String(entry.message).includes("interrupted")),
@@ -139,7 +144,7 @@ describe("snapshots", () => {
     const otherKey = "discord:main:dm:43";
     await mkdir(join(dir, `${sessionKeyToFileStem(otherKey)}.json`, "blocker"), { recursive: true });
     await expect(store.save(snapshotFor(otherKey))).rejects.toThrow();
-    expect(await store.load(KEY)).toEqual({ status: "ok", snapshot });
+    expect(await store.load(KEY)).toEqual(loaded(snapshot));
     expect((await readdir(dir)).filter((name) => name.endsWith(".tmp"))).toEqual([]);
   });
 
@@ -331,5 +336,63 @@ describe("listing, archiving and deleting", () => {
     expect(await store.delete(KEY)).toBe(true);
     expect(await readdir(dir)).toEqual([]);
     expect(await store.delete(KEY)).toBe(false);
+  });
+});
+
+describe("committing a turn", () => {
+  const message = (text: string, role: "user" | "assistant" = "user"): Message =>
+    createMessage({ role, content: text, timestamp: 1, id: `m-${text}` });
+  const transcriptPath = () => join(dir, `${STEM}.jsonl`);
+
+  it("appends the messages and replaces the snapshot, recording the transcript's size", async () => {
+    await store.commit(snapshotFor(KEY, { updatedAt: 1 }), [message("a")]);
+    await store.commit(snapshotFor(KEY, { updatedAt: 2 }), [message("b", "assistant")]);
+    const size = (await readFile(transcriptPath())).length;
+    expect(await store.load(KEY)).toEqual(loaded(snapshotFor(KEY, { updatedAt: 2 }), size));
+    expect(await collect(store.readTranscript(KEY))).toEqual([message("a"), message("b", "assistant")]);
+    expect((await readdir(dir)).sort()).toEqual([`${STEM}.json`, `${STEM}.jsonl`]);
+  });
+
+  it("loads what the transcript got after the snapshot (a turn the process died in) as unseen", async () => {
+    await store.commit(snapshotFor(KEY), [message("a"), message("b", "assistant")]);
+    const committed = (await readFile(transcriptPath())).length;
+    // The next turn opened: its user message is in the transcript, then the process was killed.
+    await store.appendTranscript(KEY, [message("c")]);
+    const restarted = createSessionStore({ dir, logger: createRecordingLogger(logs) });
+    const result = await restarted.load(KEY);
+    expect(result).toMatchObject({ status: "ok", unseen: [message("c")], transcriptBehind: false });
+    expect(result.status === "ok" && result.snapshot.transcriptBytes).toBe(committed);
+  });
+
+  it("reports a transcript shorter than the snapshot recorded", async () => {
+    await store.commit(snapshotFor(KEY), [message("a"), message("b", "assistant")]);
+    const text = await readFile(transcriptPath(), "utf8");
+    await writeFile(transcriptPath(), `${text.split("\n")[0]}\n`);
+    expect(await store.load(KEY)).toMatchObject({ status: "ok", unseen: [], transcriptBehind: true });
+  });
+
+  it("changes neither file when the snapshot cannot be put in place", async () => {
+    await store.commit(snapshotFor(KEY), [message("a")]);
+    const before = await readFile(transcriptPath(), "utf8");
+    // A failure at the rename: the snapshot's name is taken by a non-empty directory.
+    await rm(join(dir, `${STEM}.json`));
+    await mkdir(join(dir, `${STEM}.json`, "blocker"), { recursive: true });
+    await expect(
+      store.commit(snapshotFor(KEY, { updatedAt: 9 }), [message("b", "assistant")]),
+    ).rejects.toThrow();
+    expect(await readFile(transcriptPath(), "utf8")).toBe(before);
+    expect((await readdir(dir)).filter((name) => name.endsWith(".tmp"))).toEqual([]);
+  });
+
+  it("changes neither file when the transcript cannot be written", async () => {
+    await store.commit(snapshotFor(KEY), [message("a")]);
+    const snapshotBefore = await readFile(join(dir, `${STEM}.json`), "utf8");
+    await rm(transcriptPath());
+    await mkdir(transcriptPath());
+    await expect(
+      store.commit(snapshotFor(KEY, { updatedAt: 9 }), [message("b", "assistant")]),
+    ).rejects.toThrow();
+    expect(await readFile(join(dir, `${STEM}.json`), "utf8")).toBe(snapshotBefore);
+    expect((await readdir(dir)).filter((name) => name.endsWith(".tmp"))).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { mkdir, open, readdir, rename, unlink } from "node:fs/promises";
+import { type FileHandle, mkdir, open, readdir, rename, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import {
@@ -11,7 +11,14 @@ import {
   silentLogger,
 } from "@almanac/core";
 import type { z } from "zod";
-import { fsyncDirectory, isErrnoCode, removeStaleTempFiles, writeFileAtomic } from "./atomic-write.js";
+import {
+  fsyncDirectory,
+  isErrnoCode,
+  removeStaleTempFiles,
+  type StagedFile,
+  stageFileAtomic,
+  writeFileAtomic,
+} from "./atomic-write.js";
 import { fileTimestamp, firstFreePaths, pathExists, readTextIfExists } from "./file-helpers.js";
 import { createKeyedMutex } from "./keyed-mutex.js";
 import {
@@ -34,7 +41,20 @@ export interface SessionStoreOptions {
 /** Outcome of {@link SessionStore.load}. */
 export type LoadResult =
   | { readonly status: "missing" }
-  | { readonly status: "ok"; readonly snapshot: SessionSnapshot }
+  | {
+      readonly status: "ok";
+      readonly snapshot: SessionSnapshot;
+      /**
+       * Messages the transcript got after the snapshot was written (see `SessionSnapshot.transcriptBytes`):
+       * the turn the previous process died in. Empty when the two agree.
+       */
+      readonly unseen: readonly Message[];
+      /**
+       * The transcript is shorter than when the snapshot was written (lost or cut by hand): the snapshot may
+       * hold messages the transcript lacks.
+       */
+      readonly transcriptBehind: boolean;
+    }
   /** The snapshot was unreadable and has been moved aside; rebuild the session from its transcript. */
   | { readonly status: "corrupt"; readonly reason: string; readonly movedTo: string };
 
@@ -57,6 +77,13 @@ export interface SessionSummary {
 export interface SessionStore {
   /** Replaces the key's snapshot atomically: after a crash the old or the new snapshot is there, whole. */
   save(snapshot: SessionSnapshot): Promise<void>;
+  /**
+   * Appends `messages` to the transcript and replaces the snapshot, waiting for both fsyncs at once (a turn's
+   * end costs one disk wait, not four in a row). The snapshot is put in place only after both are on disk; on
+   * failure neither changed (the appended lines are cut off again), so the caller may commit the same later.
+   * A power loss at any point leaves a snapshot whose transcript holds at least what it records.
+   */
+  commit(snapshot: SessionSnapshot, messages: readonly Message[]): Promise<void>;
   /** Reads the key's snapshot; a corrupt one is moved to `<stem>.json.corrupt-<time>` and reported. */
   load(key: string): Promise<LoadResult>;
   /**
@@ -134,18 +161,106 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
     return { status: "corrupt", reason, movedTo };
   }
 
-  return {
-    async save(snapshot) {
-      const checked = sessionSnapshotSchema.safeParse(snapshot);
-      if (!checked.success) {
-        throw new InternalError(
-          "session.snapshot_invalid",
-          `Refusing to save an invalid snapshot for session ${snapshot.key}: ${describeIssues(checked.error)}`,
+  /** The size of a file in bytes; 0 when there is none. */
+  async function sizeOf(path: string): Promise<number> {
+    try {
+      return (await stat(path)).size;
+    } catch (error) {
+      if (isErrnoCode(error, "ENOENT")) return 0;
+      throw error;
+    }
+  }
+
+  /**
+   * Appends `lines` to the key's transcript and fsyncs it. With `alongside`, that other file (given the
+   * transcript's size after the append) is staged while the transcript is written, both fsyncs are awaited
+   * together, and it is published after both; on any failure the appended lines are cut off again.
+   */
+  async function appendLines(
+    key: string,
+    stem: string,
+    lines: readonly string[],
+    alongside?: (sizeAfter: number) => Promise<StagedFile>,
+  ): Promise<void> {
+    const path = transcriptPath(stem);
+    const handle = await open(path, "a+", 0o600);
+    let size: number | undefined;
+    try {
+      size = (await handle.stat()).size;
+      let prefix = "";
+      if (size > 0) {
+        const last = Buffer.alloc(1);
+        await handle.read(last, 0, 1, size - 1);
+        // A crash mid-append left a line without its newline; start ours on a fresh line so only
+        // the torn line is lost, not the first new message as well.
+        if (last[0] !== 0x0a) {
+          prefix = "\n";
+          logger.warn({ key, path }, "transcript ended with a torn line; starting a new line after it");
+        }
+      }
+      const text = `${prefix}${lines.join("\n")}\n`;
+      const staging = alongside?.(size + Buffer.byteLength(text, "utf8"));
+      const appending = (async () => {
+        await handle.appendFile(text, "utf8");
+        await handle.sync();
+      })();
+      const [appended, staged] = await Promise.allSettled([appending, staging]);
+      if (appended.status === "rejected" || staged.status === "rejected") {
+        if (staged.status === "fulfilled") await staged.value?.discard();
+        throw appended.status === "rejected" ? appended.reason : (staged as PromiseRejectedResult).reason;
+      }
+      await staged.value?.publish({ syncDirectory: false });
+    } catch (error) {
+      // A full disk can take part of the lines: cut them off again so the transcript never holds a
+      // half-written line, and the caller (who gets the error) may append the same messages later.
+      if (size !== undefined) {
+        const before = size;
+        await (async () => {
+          await handle.truncate(before);
+          await handle.sync();
+        })().catch((truncateError: unknown) =>
+          logger.error({ key, path, err: truncateError }, "could not cut a failed append off the transcript"),
         );
       }
-      const text = serialize(checked.data);
-      await withKey(snapshot.key, (stem) => writeFileAtomic(snapshotPath(stem), text));
-    },
+      throw error;
+    } finally {
+      await handle.close();
+    }
+    // A new transcript (and a snapshot published beside it) must stay in the directory after a power loss.
+    if (size === 0) await fsyncDirectory(dir);
+  }
+
+  function transcriptLines(key: string, messages: readonly Message[]): string[] {
+    return messages.map((message) => {
+      const checked = messageSchema.safeParse(message);
+      if (!checked.success) {
+        throw new InternalError(
+          "session.message_invalid",
+          `Refusing to append an invalid message to session ${key}: ${describeIssues(checked.error)}`,
+        );
+      }
+      return JSON.stringify({ key, message });
+    });
+  }
+
+  async function commit(snapshot: SessionSnapshot, messages: readonly Message[]): Promise<void> {
+    const checked = checkSnapshot(snapshot);
+    const lines = transcriptLines(snapshot.key, messages);
+    await withKey(snapshot.key, async (stem) => {
+      if (lines.length === 0) {
+        const transcriptBytes = await sizeOf(transcriptPath(stem));
+        await writeFileAtomic(snapshotPath(stem), serialize({ ...checked, transcriptBytes }));
+        return;
+      }
+      await appendLines(snapshot.key, stem, lines, (transcriptBytes) =>
+        stageFileAtomic(snapshotPath(stem), serialize({ ...checked, transcriptBytes })),
+      );
+    });
+  }
+
+  return {
+    save: (snapshot) => commit(snapshot, []),
+    commit,
 
     load(key) {
       return withKey(key, async (stem): Promise<LoadResult> => {
@@ -154,7 +269,21 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
         const parsed = parseSnapshot(text);
         if (typeof parsed === "string") return moveAside(stem, parsed, key);
         if (parsed.key !== key) return moveAside(stem, `it belongs to session ${parsed.key}`, key);
-        return { status: "ok", snapshot: parsed };
+        const recorded = parsed.transcriptBytes;
+        if (recorded === undefined)
+          return { status: "ok", snapshot: parsed, unseen: [], transcriptBehind: false };
+        const path = transcriptPath(stem);
+        const size = await sizeOf(path);
+        const unseen: Message[] = [];
+        if (size > recorded) {
+          const handle = await open(path, "r");
+          try {
+            for await (const message of linesOf(key, path, handle, recorded, size)) unseen.push(message);
+          } finally {
+            await handle.close();
+          }
+        }
+        return { status: "ok", snapshot: parsed, unseen, transcriptBehind: size < recorded };
       });
     },
 
@@ -166,58 +295,9 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
     },
 
     async appendTranscript(key, messages) {
-      const lines = messages.map((message) => {
-        const checked = messageSchema.safeParse(message);
-        if (!checked.success) {
-          throw new InternalError(
-            "session.message_invalid",
-            `Refusing to append an invalid message to session ${key}: ${describeIssues(checked.error)}`,
-          );
-        }
-        return JSON.stringify({ key, message });
-      });
+      const lines = transcriptLines(key, messages);
       await withKey(key, async (stem) => {
-        if (lines.length === 0) return;
-        const path = transcriptPath(stem);
-        const handle = await open(path, "a+", 0o600);
-        let created = false;
-        let size: number | undefined;
-        try {
-          size = (await handle.stat()).size;
-          created = size === 0;
-          let prefix = "";
-          if (size > 0) {
-            const last = Buffer.alloc(1);
-            await handle.read(last, 0, 1, size - 1);
-            // A crash mid-append left a line without its newline; start ours on a fresh line so only
-            // the torn line is lost, not the first new message as well.
-            if (last[0] !== 0x0a) {
-              prefix = "\n";
-              logger.warn({ key, path }, "transcript ended with a torn line; starting a new line after it");
-            }
-          }
-          await handle.appendFile(`${prefix}${lines.join("\n")}\n`, "utf8");
-          await handle.sync();
-        } catch (error) {
-          // A full disk can take part of the lines: cut them off again so the transcript never holds a
-          // half-written line, and the caller (who gets the error) may append the same messages later.
-          if (size !== undefined) {
-            const before = size;
-            await (async () => {
-              await handle.truncate(before);
-              await handle.sync();
-            })().catch((truncateError: unknown) =>
-              logger.error(
-                { key, path, err: truncateError },
-                "could not cut a failed append off the transcript",
-              ),
-            );
-          }
-          throw error;
-        } finally {
-          await handle.close();
-        }
-        if (created) await fsyncDirectory(dir);
+        if (lines.length > 0) await appendLines(key, stem, lines);
       });
     },
 
@@ -376,11 +456,25 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
     });
     if (opened === undefined) return;
     const { handle, path, size } = opened;
-    const stream =
-      size > 0 ? handle.createReadStream({ start: 0, end: size - 1, autoClose: false }) : undefined;
-    const lines = stream === undefined ? undefined : createInterface({ input: stream, crlfDelay: Infinity });
     try {
-      if (lines === undefined) return;
+      yield* linesOf(key, path, handle, 0, size);
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** The messages of a transcript's bytes `start` to `end` (exclusive); unreadable lines are skipped with a warning. */
+  async function* linesOf(
+    key: string,
+    path: string,
+    handle: FileHandle,
+    start: number,
+    end: number,
+  ): AsyncGenerator<Message> {
+    if (end <= start) return;
+    const stream = handle.createReadStream({ start, end: end - 1, autoClose: false });
+    const lines = createInterface({ input: stream, crlfDelay: Infinity });
+    try {
       let pending: { text: string; number: number } | undefined;
       let number = 0;
       for await (const text of lines) {
@@ -396,9 +490,8 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
         if (message !== undefined) yield message;
       }
     } finally {
-      lines?.close();
-      stream?.destroy();
-      await handle.close();
+      lines.close();
+      stream.destroy();
     }
 
     function parseLine(text: string, lineNumber: number, isLast: boolean): Message | undefined {
@@ -419,6 +512,18 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
       return undefined;
     }
   }
+}
+
+/** The snapshot, validated; throws `session.snapshot_invalid` for one that must not be written. */
+function checkSnapshot(snapshot: SessionSnapshot): SessionSnapshot {
+  const checked = sessionSnapshotSchema.safeParse(snapshot);
+  if (!checked.success) {
+    throw new InternalError(
+      "session.snapshot_invalid",
+      `Refusing to save an invalid snapshot for session ${snapshot.key}: ${describeIssues(checked.error)}`,
+    );
+  }
+  return checked.data;
 }
 
 /** Returns the snapshot, or a reason why the text is not one. */
