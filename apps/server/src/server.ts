@@ -266,6 +266,7 @@ function guardedStore(store: SessionStore, storage: StorageHealth): SessionStore
   return {
     ...store,
     save: (snapshot) => storage.guard(() => store.save(snapshot)),
+    commit: (snapshot, messages) => storage.guard(() => store.commit(snapshot, messages)),
     appendTranscript: (key, messages) => storage.guard(() => store.appendTranscript(key, messages)),
     archive: (key) => storage.guard(() => store.archive(key)),
     delete: (key) => storage.guard(() => store.delete(key)),
