@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { createLogger, redactQuery, serializeRequest } from "./logger.js";
+import { createLogger, redactQuery, scrubSecrets, serializeRequest } from "./logger.js";
 
 describe("redactQuery", () => {
   it("keeps the path and the keys and replaces every value", () => {
@@ -40,5 +40,14 @@ describe("request logging", () => {
       remoteAddress: "127.0.0.1",
       remotePort: undefined,
     });
+  });
+});
+
+describe("scrubSecrets", () => {
+  it("replaces every occurrence of a secret value and leaves short ones alone", () => {
+    expect(scrubSecrets("Provided token: abc123SECRET, again abc123SECRET", ["abc123SECRET"])).toBe(
+      "Provided token: [redacted], again [redacted]",
+    );
+    expect(scrubSecrets("the key is 12345", ["12345"])).toBe("the key is 12345");
   });
 });

@@ -61,14 +61,52 @@ export function serializeRequest(request: LoggedRequest): Record<string, unknown
   };
 }
 
-/** Creates the server's root logger (JSON lines to stdout, or to the given destination). */
-export function createLogger(level: string, destination?: pino.DestinationStream): PinoLogger {
+/** Secrets shorter than this are not searched for in text (too likely to match ordinary words). */
+const MIN_SCRUBBED_SECRET_CHARS = 6;
+
+/**
+ * Replaces every occurrence of a known secret value in a text with `[redacted]`: for messages written by
+ * libraries (an SDK's debug line that prints the token it was given), which no redaction path can reach.
+ */
+export function scrubSecrets(text: string, secrets: readonly string[]): string {
+  let scrubbed = text;
+  for (const secret of secrets) {
+    if (secret.length >= MIN_SCRUBBED_SECRET_CHARS && scrubbed.includes(secret))
+      scrubbed = scrubbed.replaceAll(secret, "[redacted]");
+  }
+  return scrubbed;
+}
+
+/**
+ * Creates the server's root logger (JSON lines to stdout, or to the given destination). Fields named like
+ * credentials are redacted by path; the configured secret values are also scrubbed from messages and from
+ * string fields, whoever wrote them.
+ */
+export function createLogger(
+  level: string,
+  destination?: pino.DestinationStream,
+  secrets: readonly string[] = [],
+): PinoLogger {
+  const scrub = (value: unknown) => (typeof value === "string" ? scrubSecrets(value, secrets) : value);
   return pino(
     {
       level,
       redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
       serializers: { req: serializeRequest },
       base: { service: "almanac" },
+      ...(secrets.length === 0
+        ? {}
+        : {
+            hooks: {
+              logMethod(args, method) {
+                method.apply(this, args.map(scrub) as Parameters<typeof method>);
+              },
+            },
+            formatters: {
+              log: (object: Record<string, unknown>) =>
+                Object.fromEntries(Object.entries(object).map(([key, value]) => [key, scrub(value)])),
+            },
+          }),
     },
     destination,
   );

@@ -11,7 +11,7 @@ import { buildChannels } from "./channels/build-adapters.js";
 import { createChannelHub } from "./channels/channel-hub.js";
 import { createDedupStore } from "./channels/dedup-store.js";
 import type { AlmanacConfig } from "./config/config-schema.js";
-import { loadConfig, missingModelSettings, redactConfig } from "./config/load-config.js";
+import { loadConfig, missingModelSettings, redactConfig, secretValues } from "./config/load-config.js";
 import { acquireHomeLock } from "./home-lock.js";
 import { ensureAdminToken } from "./http/admin-token.js";
 import { createLogger } from "./logger.js";
@@ -56,7 +56,6 @@ async function packageVersion(): Promise<string> {
 /** Loads the configuration, wires every service and starts listening. */
 export async function startServer(options: StartServerOptions): Promise<ServerHandle> {
   const { config } = loadConfig({ env: options.env, cwd: options.cwd });
-  const logger = createLogger(config.log.level, options.logDestination);
   const workspace = join(config.home, "workspace");
   await Promise.all(
     ["sessions", "state", "workspace/memory"].map((dir) =>
@@ -65,6 +64,11 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
   );
   const lock = await acquireHomeLock(config.home);
   const token = await ensureAdminToken(config.home, config.server.adminToken);
+  // Every secret is known before the first log line, so none can reach the log (an SDK's debug line included).
+  const logger = createLogger(config.log.level, options.logDestination, [
+    ...secretValues(config),
+    token.token,
+  ]);
   if (token.source === "generated") {
     (options.announce ?? ((line) => process.stdout.write(`${line}\n`)))(
       `Almanac generated an admin token (stored in ${token.file}, mode 0600). Use it as "Authorization: Bearer <token>":\n${token.token}`,

@@ -1,7 +1,7 @@
 import { type RecordedChatRequest, script } from "@almanac/testkit";
 import { type FakeDiscord, startFakeDiscord, waitUntil } from "@almanac/testkit/discord";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "./test-server.js";
+import { startTestServer, TEST_MODEL_KEY, TEST_TOKEN, type TestServer } from "./test-server.js";
 
 /**
  * The keys of a JSON object line at its top level, in order and with repeats (JSON.parse keeps only the last
@@ -84,5 +84,12 @@ describe("log lines", () => {
     expect(lines.some((line) => line.includes('"component":"memory'))).toBe(true);
     expect(lines.some((line) => line.includes('"component":"compaction"'))).toBe(true);
     expect(duplicateKeys(lines)).toEqual([]);
+  });
+
+  it("never carry a secret's value, not even in an SDK's debug line", () => {
+    // discord.js logs "Provided token: …" at debug level; the admin token and the model key are secrets too.
+    const text = running.logs.join("");
+    expect(text).toContain("Provided token");
+    for (const secret of [discord.token(), TEST_TOKEN, TEST_MODEL_KEY]) expect(text).not.toContain(secret);
   });
 });

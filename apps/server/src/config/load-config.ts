@@ -220,6 +220,16 @@ export function missingModelSettings(config: AlmanacConfig): string[] {
   return missing;
 }
 
+/** The values of every secret setting that is set (API keys, tokens, app secrets): never to appear in a log. */
+export function secretValues(config: AlmanacConfig): string[] {
+  return listSettings().flatMap((setting) => {
+    const value = setting.secret
+      ? getPath(config as unknown as Record<string, unknown>, setting.path)
+      : undefined;
+    return typeof value === "string" && value !== "" ? [value] : [];
+  });
+}
+
 /** The configuration with every secret replaced by `***` (for logs and the admin API). */
 export function redactConfig(config: AlmanacConfig): Record<string, unknown> {
   const copy = structuredClone(config) as Record<string, unknown>;
