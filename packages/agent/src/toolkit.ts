@@ -164,11 +164,16 @@ export function createToolkit(tools: readonly Tool[], options: ToolkitOptions = 
     }
     byName.set(tool.name, tool);
   }
-  const specs = Object.freeze(tools.map(toSpec));
+  // JSON Schemas are built on first use (~1 ms for a handful of tools): a caller that already holds equal
+  // specs for this set of tools (the server's agent runtime keeps them per scope) never pays for them.
+  let specs: readonly ToolSpec[] | undefined;
   const names = [...byName.keys()];
 
   return {
-    specs: () => specs,
+    specs: () => {
+      specs ??= Object.freeze(tools.map(toSpec));
+      return specs;
+    },
     has: (name) => byName.has(name),
 
     async execute(call, context = {}) {

@@ -108,7 +108,29 @@ export interface AgentRuntimeOptions {
  * journaled for the summarizer (with the session key) before they leave the prompt.
  */
 export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
-  const { config, model, toolkit, tokenCounter, logger } = options;
+  const { config, model, tokenCounter, logger } = options;
+  // Tool specs (JSON Schemas) per scope, built once: toolkits are made per turn for their per-turn state, but
+  // a scope's tool definitions never change, and rebuilding their schemas cost ~1 ms per turn. One entry per
+  // scope (the owner, and each shared chat): a few KB each.
+  const specsByScope = new Map<string, readonly ToolSpec[]>();
+  const specsFor = (scope: MemoryScope, made?: Toolkit): readonly ToolSpec[] => {
+    const key = JSON.stringify(scope);
+    let specs = specsByScope.get(key);
+    if (specs === undefined) {
+      specs = (made ?? options.toolkit(scope)).specs();
+      specsByScope.set(key, specs);
+    }
+    return specs;
+  };
+  const toolkit = (scope: MemoryScope): Toolkit => {
+    const made = options.toolkit(scope);
+    const specs = specsFor(scope, made);
+    return {
+      specs: () => specs,
+      has: (name) => made.has(name),
+      execute: (call, context) => made.execute(call, context),
+    };
+  };
 
   const openSession = (session: AgentSessionOptions): AgentSession => {
     const { sessionKey, systemPrompt } = session;
@@ -130,12 +152,8 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
       },
       logger: logger.child({ sessionKey }), // the compactor binds component "compaction" itself
     });
-    // Specs for measuring between turns; a turn measures with its own toolkit's (equal) specs.
-    let specs: readonly ToolSpec[] | undefined;
-    const measuringSpecs = (): readonly ToolSpec[] => {
-      specs ??= toolkit(scope).specs();
-      return specs;
-    };
+    // Specs for measuring between turns: the same array a turn's toolkit gives (so the meter's cache hits).
+    const measuringSpecs = (): readonly ToolSpec[] => specsFor(scope);
 
     return {
       contextTokens: (memory) =>

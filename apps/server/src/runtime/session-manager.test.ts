@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { appendFile, mkdtemp, readdir, readFile, rm, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createToolkit, defineTool } from "@almanac/agent";
 import {
   type ChatModel,
   type ChatRequest,
@@ -10,11 +11,16 @@ import {
   createTokenCounter,
   type InboundMessage,
   sessionKeyToFileStem,
+  silentLogger,
 } from "@almanac/core";
+import { OWNER_SCOPE } from "@almanac/memory";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { loadConfig } from "../config/load-config.js";
 import { createLaneScheduler } from "../sessions/lane-scheduler.js";
 import { createSessionStore } from "../sessions/session-store.js";
 import { createTestRuntime, createTestSessionManager } from "../testing/test-session-manager.js";
+import { createAgentRuntime } from "./agent-runtime.js";
 import { SessionManager } from "./session-manager.js";
 
 /** A model at the interface: answers with the number of user messages it was shown, after an optional gate. */
@@ -74,6 +80,69 @@ afterEach(async () => {
 });
 
 describe("SessionManager", () => {
+  it("restores the turn a crash cut short from the transcript lines past the snapshot", async () => {
+    await manager.handle({ inbound: inbound("k", "one") });
+    // What a turn does before calling the model (the user's message appended); then the process was killed.
+    const key = "api:default:api:k";
+    await createSessionStore({ dir }).appendTranscript(key, [
+      createMessage({ role: "user", content: "two", timestamp: now }),
+    ]);
+    manager.close();
+    manager = createManager();
+    const reply = await manager.handle({ inbound: inbound("k", "three") });
+    expect(reply.text).toBe("seen 3");
+    const transcript = (await readFile(join(dir, `${sessionKeyToFileStem(key)}.jsonl`), "utf8"))
+      .trim()
+      .split("\n")
+      .map(
+        (line) => (JSON.parse(line) as { message: { content: { text: string }[] } }).message.content[0]?.text,
+      );
+    expect(transcript).toEqual(["one", "seen 1", "two", "three", "seen 3"]);
+  });
+
+  it("builds the tool specs (JSON Schemas) once, not per turn or per session", async () => {
+    let built = 0;
+    const echo = defineTool({
+      name: "echo",
+      description: "Echoes.",
+      parameters: z.object({ text: z.string() }),
+      execute: async ({ text }) => text,
+    });
+    const runtime = createAgentRuntime({
+      config: loadConfig({ env: {}, cwd: dir, dotenv: false }).config,
+      model,
+      compactionModel: model,
+      scopeOf: () => OWNER_SCOPE,
+      toolkit: () => {
+        const toolkit = createToolkit([echo]);
+        return {
+          ...toolkit,
+          specs: () => {
+            built += 1;
+            return toolkit.specs();
+          },
+        };
+      },
+      tokenCounter: createTokenCounter(),
+      basePrompt: "test",
+      journal: async () => {},
+      logger: silentLogger,
+    });
+    manager.close();
+    manager = new SessionManager({
+      store: createSessionStore({ dir }),
+      scheduler: createLaneScheduler({ maxConcurrent: 4, laneCapacity: 4 }),
+      runtime,
+      missingModelSettings: [],
+      tokenCounter: createTokenCounter(),
+      limits: { maxMessageChars: 1000, turnTimeoutMs: 10_000, idleUnloadMs: 60_000, contextWindow: 10_000 },
+      clock: () => now,
+    });
+    for (const id of ["s1", "s2"])
+      for (const text of ["one", "two", "/status"]) await manager.handle({ inbound: inbound(id, text) });
+    expect(built).toBe(1);
+  });
+
   it("unloads idle sessions and reloads them from disk with their history", async () => {
     await manager.handle({ inbound: inbound("a", "one") });
     expect(manager.loadedCount()).toBe(1);
