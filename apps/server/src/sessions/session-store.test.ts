@@ -396,3 +396,22 @@ describe("committing a turn", () => {
     expect((await readdir(dir)).filter((name) => name.endsWith(".tmp"))).toEqual([]);
   });
 });
+
+describe("snapshot JSON", () => {
+  it("is the snapshot as JSON, also after its messages were written before and one was replaced", async () => {
+    const first = createMessage({ role: "user", content: 'hi \u2028 "quoted"', timestamp: 1 });
+    const second = createMessage({
+      role: "assistant",
+      content: [{ type: "text", text: "hello" }],
+      timestamp: 2,
+    });
+    const memory = { version: 1, messages: [first, second], summary: { text: "s" }, counters: { a: 1 } };
+    await store.save(snapshotFor(KEY, { memory }));
+    const replaced = { ...second, content: [{ type: "text" as const, text: "shortened" }] };
+    const next = snapshotFor(KEY, { memory: { ...memory, messages: [first, replaced] }, updatedAt: 3 });
+    await store.save(next);
+    const text = await readFile(join(dir, `${STEM}.json`), "utf8");
+    expect(JSON.parse(text)).toEqual({ ...JSON.parse(JSON.stringify(next)), transcriptBytes: 0 });
+    expect(await store.load(KEY)).toEqual(loaded(JSON.parse(JSON.stringify(next)) as SessionSnapshot));
+  });
+});

@@ -546,9 +546,41 @@ function parseJson(text: string): unknown {
   }
 }
 
+/**
+ * JSON of messages already written once. Messages are immutable (a marked or shortened message is a new
+ * object), so a snapshot re-serializes only the messages that are new since the last one, not the history.
+ */
+const messageJson = new WeakMap<object, string>();
+
+function messageText(message: unknown): string {
+  if (typeof message !== "object" || message === null) return JSON.stringify(message);
+  let text = messageJson.get(message);
+  if (text === undefined) {
+    text = JSON.stringify(message);
+    messageJson.set(message, text);
+  }
+  return text;
+}
+
+/** The snapshot's JSON (what `JSON.stringify` gives), with each message's JSON reused from earlier saves. */
+function snapshotJson(snapshot: SessionSnapshot): string {
+  const { memory, ...envelope } = snapshot;
+  if (
+    typeof memory !== "object" ||
+    memory === null ||
+    !("messages" in memory) ||
+    !Array.isArray(memory.messages)
+  )
+    return JSON.stringify(snapshot);
+  const { messages, ...rest } = memory;
+  const restJson = JSON.stringify(rest).slice(1, -1);
+  const memoryJson = `{${restJson}${restJson === "" ? "" : ","}"messages":[${messages.map(messageText).join(",")}]}`;
+  return `${JSON.stringify(envelope).slice(0, -1)},"memory":${memoryJson}}`;
+}
+
 function serialize(snapshot: SessionSnapshot): string {
   try {
-    return `${JSON.stringify(snapshot)}\n`;
+    return `${snapshotJson(snapshot)}\n`;
   } catch (error) {
     throw new InternalError(
       "session.snapshot_invalid",
