@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -232,6 +232,17 @@ describe("transcripts", () => {
       object: { key: KEY, line: 3 },
       message: expect.stringMatching(/torn final/),
     });
+  });
+
+  it("appends to the file at the transcript's path even after it was moved away or archived", async () => {
+    await store.appendTranscript(KEY, [message("a")]);
+    const path = join(dir, `${STEM}.jsonl`);
+    await rename(path, `${path}.moved`);
+    await store.appendTranscript(KEY, [message("b")]);
+    expect(await collect(store.readTranscript(KEY))).toEqual([message("b")]);
+    await store.archive(KEY);
+    await store.appendTranscript(KEY, [message("c")]);
+    expect(await collect(store.readTranscript(KEY))).toEqual([message("c")]);
   });
 
   it("starts the next append on a fresh line after a torn one, so the new messages survive", async () => {

@@ -111,6 +111,15 @@ export interface SessionStore {
 
 const LIST_BATCH_SIZE = 32;
 
+/** Transcripts kept open for appending: about the sessions active at once (each costs one file descriptor). */
+const MAX_OPEN_TRANSCRIPTS = 64;
+
+/** A transcript's kept append handle and the file size right after our last append through it. */
+interface OpenTranscript {
+  readonly handle: FileHandle;
+  readonly end: number;
+}
+
 /** Creates a {@link SessionStore} over plain files in `options.dir`. */
 export function createSessionStore(options: SessionStoreOptions): SessionStore {
   const { dir } = options;
@@ -118,6 +127,7 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
   const clock = options.clock ?? Date;
   const archiveDir = join(dir, "archive");
   const mutex = createKeyedMutex();
+  const openTranscripts = new Map<string, OpenTranscript>();
   let prepared: Promise<void> | undefined;
 
   // Creates the directory and sweeps temp files left by a crash mid-save (they never hold the only copy of
@@ -172,6 +182,57 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
   }
 
   /**
+   * The transcript's append handle, kept open between appends (up to {@link MAX_OPEN_TRANSCRIPTS}, least
+   * recently used closed first) so a turn's appends skip open, close and the torn-line check. Taken out of the
+   * cache while in use; a kept handle whose file was replaced or removed meanwhile is closed and reopened.
+   */
+  async function takeTranscript(
+    stem: string,
+    path: string,
+  ): Promise<{ handle: FileHandle; size: number; end: number | undefined }> {
+    const kept = openTranscripts.get(stem);
+    openTranscripts.delete(stem);
+    if (kept !== undefined) {
+      const [onDisk, opened] = await Promise.all([
+        stat(path).catch((error: unknown) => {
+          if (isErrnoCode(error, "ENOENT")) return undefined;
+          throw error;
+        }),
+        kept.handle.stat(),
+      ]).catch(async (error: unknown) => {
+        await kept.handle.close().catch(() => {});
+        throw error;
+      });
+      if (onDisk !== undefined && onDisk.ino === opened.ino && onDisk.dev === opened.dev)
+        return { handle: kept.handle, size: opened.size, end: kept.end };
+      await kept.handle.close().catch(() => {});
+    }
+    const handle = await open(path, "a+", 0o600);
+    try {
+      return { handle, size: (await handle.stat()).size, end: undefined };
+    } catch (error) {
+      await handle.close().catch(() => {});
+      throw error;
+    }
+  }
+
+  function keepTranscript(stem: string, entry: OpenTranscript): void {
+    openTranscripts.set(stem, entry);
+    for (const [oldest, { handle }] of openTranscripts) {
+      if (openTranscripts.size <= MAX_OPEN_TRANSCRIPTS) break;
+      openTranscripts.delete(oldest);
+      void handle.close().catch(() => {});
+    }
+  }
+
+  /** Closes the key's kept append handle (before its transcript is moved or removed). */
+  async function dropTranscript(stem: string): Promise<void> {
+    const kept = openTranscripts.get(stem);
+    openTranscripts.delete(stem);
+    await kept?.handle.close().catch(() => {});
+  }
+
+  /**
    * Appends `lines` to the key's transcript and fsyncs it. With `alongside`, that other file (given the
    * transcript's size after the append) is staged while the transcript is written, both fsyncs are awaited
    * together, and it is published after both; on any failure the appended lines are cut off again.
@@ -183,12 +244,14 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
     alongside?: (sizeAfter: number) => Promise<StagedFile>,
   ): Promise<void> {
     const path = transcriptPath(stem);
-    const handle = await open(path, "a+", 0o600);
-    let size: number | undefined;
+    const { handle, size: current, end } = await takeTranscript(stem, path);
+    const size: number | undefined = current;
+    let kept = false;
     try {
-      size = (await handle.stat()).size;
       let prefix = "";
-      if (size > 0) {
+      // Only a transcript that changed behind our back since our last append (or that we have just opened)
+      // can end in a torn line.
+      if (size > 0 && size !== end) {
         const last = Buffer.alloc(1);
         await handle.read(last, 0, 1, size - 1);
         // A crash mid-append left a line without its newline; start ours on a fresh line so only
@@ -210,6 +273,8 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
         throw appended.status === "rejected" ? appended.reason : (staged as PromiseRejectedResult).reason;
       }
       await staged.value?.publish({ syncDirectory: false });
+      keepTranscript(stem, { handle, end: size + Buffer.byteLength(text, "utf8") });
+      kept = true;
     } catch (error) {
       // A full disk can take part of the lines: cut them off again so the transcript never holds a
       // half-written line, and the caller (who gets the error) may append the same messages later.
@@ -224,7 +289,7 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
       }
       throw error;
     } finally {
-      await handle.close();
+      if (!kept) await handle.close().catch(() => {});
     }
     // A new transcript (and a snapshot published beside it) must stay in the directory after a power loss.
     if (size === 0) await fsyncDirectory(dir);
@@ -333,6 +398,7 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
 
     archive(key) {
       return withKey(key, async (stem) => {
+        await dropTranscript(stem);
         const sources = [snapshotPath(stem), transcriptPath(stem)];
         const present = (await Promise.all(sources.map(pathExists))).some(Boolean);
         if (!present) return [];
@@ -358,6 +424,7 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
 
     delete(key) {
       return withKey(key, async (stem) => {
+        await dropTranscript(stem);
         let removed = false;
         for (const path of [snapshotPath(stem), transcriptPath(stem)]) {
           try {
