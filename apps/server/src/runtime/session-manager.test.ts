@@ -100,6 +100,28 @@ describe("SessionManager", () => {
     expect(transcript).toEqual(["one", "seen 1", "two", "three", "seen 3"]);
   });
 
+  it("writes the snapshot as a checkpoint: turns that only append go to the transcript, a restart replays them", async () => {
+    const key = "api:default:api:cp";
+    const snapshotPath = join(dir, `${sessionKeyToFileStem(key)}.json`);
+    const snapshotMessages = async () =>
+      (JSON.parse(await readFile(snapshotPath, "utf8")) as { memory: { messages: unknown[] } }).memory
+        .messages.length;
+    for (const text of ["one", "two", "three"]) await manager.handle({ inbound: inbound("cp", text) });
+    expect(await snapshotMessages()).toBe(2);
+    manager.close();
+    manager = createManager();
+    expect((await manager.handle({ inbound: inbound("cp", "four") })).text).toBe("seen 4");
+    // Loading caught up with the transcript and wrote a checkpoint; the session counts every turn.
+    expect(await snapshotMessages()).toBe(6);
+    expect((await manager.get(key))?.stats.turns).toBe(4);
+    now += 61_000;
+    expect(manager.unloadIdle()).toBe(1);
+    await expect.poll(snapshotMessages).toBe(8);
+    for (let turn = 5; turn <= 20; turn += 1)
+      await manager.handle({ inbound: inbound("cp", `turn ${turn}`) });
+    expect(await snapshotMessages()).toBe(40);
+  });
+
   it("builds the tool specs (JSON Schemas) once, not per turn or per session", async () => {
     let built = 0;
     const echo = defineTool({

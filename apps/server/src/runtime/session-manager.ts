@@ -10,8 +10,10 @@ import {
   type Usage,
   UserError,
 } from "@almanac/core";
+import { compactionCounters } from "@almanac/memory";
 import type { SessionSnapshot, SessionStats } from "../sessions/session-snapshot.js";
 import type { SessionSummary } from "../sessions/session-store.js";
+import { transcriptFacts } from "../sessions/transcript-facts.js";
 import type { AgentSession } from "./agent-runtime.js";
 import { type ChatCommand, HELP_TEXT, parseCommand } from "./commands.js";
 import {
@@ -43,7 +45,26 @@ interface LoadedSession {
   lastUsed: number;
   /** Ids of messages a failed write (full disk) kept out of the transcript; the next turn appends them first. */
   untranscribed?: ReadonlySet<string>;
+  /** What the last snapshot holds, to tell whether a turn only appended messages (see {@link CHECKPOINT_TURNS}). */
+  checkpoint?: Checkpoint;
 }
+
+/** The state a snapshot was written from. */
+interface Checkpoint {
+  readonly messages: readonly Message[];
+  readonly summary: unknown;
+  readonly counters: Readonly<Record<string, number>>;
+  /** Turns that ended since, with their messages in the transcript only. */
+  readonly turnsSince: number;
+}
+
+/**
+ * Turns whose messages may sit in the transcript only (past the snapshot's recorded size) before the snapshot
+ * is written again. A turn that only appended messages costs one transcript append then, not a rewrite of the
+ * whole snapshot; loading replays at most this many turns from the transcript. Anything else a turn changed
+ * (compaction, the summary, marks, repairs, counters) is written with the turn.
+ */
+const CHECKPOINT_TURNS = 16;
 
 function sumUsage(usage: readonly Usage[]): TurnResult["usage"] {
   let promptTokens = 0;
@@ -60,10 +81,11 @@ function sumUsage(usage: readonly Usage[]): TurnResult["usage"] {
  * scheduler, persists after every turn (the turn's messages and the snapshot committed together), and unloads
  * idle sessions.
  *
- * Crash safety: before the model is called the user's message is in the transcript (fsynced). The snapshot
- * records the transcript's size when it was written, so transcript lines past it on load mean the process died
- * mid-turn; they are restored into the session, and tool calls left without results get explicit error results.
- * (Snapshots of earlier versions marked such a turn with `openTurn`; those are still reconciled.)
+ * Crash safety: before the model is called the user's message is in the transcript (fsynced). The snapshot is a
+ * checkpoint that records the transcript's size when it was written; transcript lines past it on load are turns
+ * that ended after it (up to {@link CHECKPOINT_TURNS}) or the turn the process died in. They are restored into the
+ * session, and tool calls left without results get explicit error results. (Snapshots of earlier versions marked
+ * an interrupted turn with `openTurn`; those are still reconciled.)
  */
 export class SessionManager {
   readonly #options: SessionManagerOptions;
@@ -150,6 +172,7 @@ export class SessionManager {
     // next turn) and the caller gets the storage error.
     await this.#transcribe(session, before);
 
+    let completed = false;
     const timeout = AbortSignal.timeout(this.#options.limits.turnTimeoutMs);
     const signals = [laneSignal, timeout];
     if (request.signal) signals.push(request.signal);
@@ -164,6 +187,7 @@ export class SessionManager {
         ...(request.onTextDelta ? { onTextDelta: request.onTextDelta } : {}),
       });
       session.stats = { ...session.stats, turns: session.stats.turns + 1 };
+      completed = true;
       const answer = result.reply.content
         .filter((block) => block.type === "text")
         .map((block) => (block.type === "text" ? block.text : ""))
@@ -180,8 +204,9 @@ export class SessionManager {
       }
       throw error;
     } finally {
-      // Whatever happened (answer, model error, abort), what the turn added is kept.
-      await this.#persist(session, before);
+      // Whatever happened (answer, model error, abort), what the turn added is kept. A turn that failed is
+      // checkpointed, so a transcript ending in a user message on load means a crash, not an error.
+      await this.#persist(session, before, { checkpoint: !completed });
     }
   }
 
@@ -297,12 +322,32 @@ export class SessionManager {
     session.untranscribed = undefined;
   }
 
-  /** Commits what is new to the transcript together with the snapshot (one disk wait). */
-  async #persist(session: LoadedSession, transcribed: Set<string>): Promise<void> {
+  /**
+   * Writes what is new to the transcript; with the snapshot too (committed together, one disk wait) when the
+   * session changed other than by appending, when {@link CHECKPOINT_TURNS} turns are only in the transcript, or
+   * when asked.
+   */
+  async #persist(
+    session: LoadedSession,
+    transcribed: Set<string>,
+    options: { readonly checkpoint?: boolean } = {},
+  ): Promise<void> {
     session.memory.replaceMessages(repairToolPairs(session.memory.messages));
     const added = session.memory.messages.filter((message) => !transcribed.has(message.id));
+    const saved = session.checkpoint;
+    const appendOnly =
+      options.checkpoint !== true &&
+      saved !== undefined &&
+      saved.turnsSince + 1 < CHECKPOINT_TURNS &&
+      onlyAppended(saved, session.memory);
     try {
-      await this.#options.store.commit(this.#snapshot(session), added);
+      if (appendOnly) {
+        if (added.length > 0) await this.#options.store.appendTranscript(session.key, added);
+        session.stats = this.#stats(session);
+        session.checkpoint = { ...saved, turnsSince: saved.turnsSince + 1 };
+      } else {
+        await this.#options.store.commit(this.#snapshot(session), added);
+      }
     } catch (error) {
       // Neither file changed: the messages stay in memory and the next turn writes them first.
       if (added.length > 0) session.untranscribed = new Set(added.map((message) => message.id));
@@ -316,17 +361,23 @@ export class SessionManager {
     await this.#options.store.save(this.#snapshot(session));
   }
 
-  /** The session's snapshot as of now (updating its stats). */
-  #snapshot(session: LoadedSession): SessionSnapshot {
-    const now = this.#clock();
-    session.stats = {
+  /** The session's stats as of now. */
+  #stats(session: LoadedSession): SessionStats {
+    return {
       turns: session.stats.turns,
-      compactions: Math.max(session.stats.compactions, session.memory.counter("compaction.count")),
-      lastActivity: now,
+      compactions: Math.max(session.stats.compactions, session.memory.counter(compactionCounters.count)),
+      lastActivity: this.#clock(),
       ...(session.stats.channel === undefined ? {} : { channel: session.stats.channel }),
       messageCount: session.memory.messages.length,
       contextTokens: this.#contextTokens(session),
     };
+  }
+
+  /** The session's snapshot as of now (updating its stats, and remembering it as the checkpoint). */
+  #snapshot(session: LoadedSession): SessionSnapshot {
+    session.stats = this.#stats(session);
+    const now = session.stats.lastActivity;
+    session.checkpoint = checkpointOf(session.memory);
     return {
       version: 1,
       key: session.key,
@@ -370,6 +421,7 @@ export class SessionManager {
       memory,
       stats,
       lastUsed: now,
+      checkpoint: checkpointOf(memory),
     };
     if (openTurn !== undefined) {
       // Written by an earlier version: the turn opened with `inputId` was cut short.
@@ -423,6 +475,9 @@ export class SessionManager {
         ? []
         : session.memory.messages.filter((message) => !inTranscript.has(message.id));
     if (restored.length > 0) session.memory.append(...restored);
+    const caughtUp = transcriptFacts(restored);
+    if (caughtUp !== undefined)
+      session.stats = { ...session.stats, turns: session.stats.turns + caughtUp.turns };
     const repaired = repairToolPairs(session.memory.messages);
     session.memory.replaceMessages(repaired);
     const laterIds = new Set(later.map((message) => message.id));
@@ -431,10 +486,13 @@ export class SessionManager {
     );
     const toAppend = [...missingFromTranscript, ...repairs];
     if (toAppend.length > 0) await this.#options.store.appendTranscript(session.key, toAppend);
-    this.#logger.warn(
-      { sessionKey: session.key, restored: restored.length, appended: toAppend.length },
-      "recovered a turn interrupted by a crash",
-    );
+    // Turns that ended after the last checkpoint are expected; a tail ending in a user message or a tool
+    // call without its result (or repairs) is a turn a crash cut short.
+    const last = session.memory.messages.at(-1);
+    const interrupted = toAppend.length > 0 || transcript !== undefined || last?.role !== "assistant";
+    const fields = { sessionKey: session.key, restored: restored.length, appended: toAppend.length };
+    if (interrupted) this.#logger.warn(fields, "recovered a turn interrupted by a crash");
+    else this.#logger.debug(fields, "caught up with turns in the transcript past the snapshot");
     await this.#save(session);
   }
 
@@ -446,6 +504,9 @@ export class SessionManager {
       const lane = this.#options.scheduler.stats().byKey(key);
       if (session.lastUsed < cutoff && !lane.running && lane.queued === 0) {
         this.#sessions.delete(key);
+        // Turns only in the transcript get their snapshot (in the session's lane, so before any next turn
+        // loads it again); without it the next load would replay them from the transcript.
+        if ((session.checkpoint?.turnsSince ?? 0) > 0) this.#checkpoint(session);
         unloaded += 1;
       }
     }
@@ -453,9 +514,27 @@ export class SessionManager {
     return unloaded;
   }
 
-  /** Stored sessions, most recent first. */
+  /** Writes the snapshot of an unloaded session whose last turns are only in the transcript, in its lane. */
+  #checkpoint(session: LoadedSession): void {
+    this.#options.scheduler
+      .run(session.key, async () => {
+        if ((session.checkpoint?.turnsSince ?? 0) > 0) await this.#save(session);
+      })
+      .catch((error: unknown) =>
+        this.#logger.warn({ err: error, sessionKey: session.key }, "could not checkpoint an idle session"),
+      );
+  }
+
+  /** Stored sessions, most recent first (loaded ones with their current stats). */
   async list(): Promise<SessionSummary[]> {
-    return this.#options.store.list();
+    const summaries = await this.#options.store.list();
+    return summaries
+      .map((summary) => {
+        const session = this.#sessions.get(summary.key);
+        if (session === undefined || (session.checkpoint?.turnsSince ?? 0) === 0) return summary;
+        return { ...summary, updatedAt: session.stats.lastActivity, stats: session.stats };
+      })
+      .sort((a, b) => b.updatedAt - a.updatedAt || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
   /**
@@ -468,7 +547,15 @@ export class SessionManager {
     let loaded = session !== undefined;
     if (!session) {
       const result = await readUsableSnapshot(this.#options.store, key);
-      if (result.status === "ok") {
+      const current =
+        result.status === "ok" &&
+        result.unseen.length === 0 &&
+        !result.transcriptBehind &&
+        result.snapshot.stats.openTurn === undefined;
+      if (result.status === "ok" && !current) {
+        session = await this.#acquire(key, undefined);
+        loaded = true;
+      } else if (result.status === "ok") {
         session = {
           key,
           createdAt: result.snapshot.createdAt,
@@ -513,9 +600,28 @@ export class SessionManager {
     });
   }
 
-  /** Stops the idle sweeper (the scheduler is closed by the server). */
-  close(): void {
+  /** Stops the idle sweeper and releases the store's open files (the scheduler is closed by the server). */
+  async close(): Promise<void> {
     if (this.#sweeper) clearInterval(this.#sweeper);
     this.#sweeper = undefined;
+    await this.#options.store.close();
   }
+}
+
+function checkpointOf(memory: WorkingMemory): Checkpoint {
+  return { messages: memory.messages, summary: memory.summary, counters: memory.counters, turnsSince: 0 };
+}
+
+/** True when `memory` differs from the checkpoint only by messages appended after its own. */
+function onlyAppended(saved: Checkpoint, memory: WorkingMemory): boolean {
+  if (memory.summary !== saved.summary) return false;
+  const { messages } = memory;
+  if (messages.length < saved.messages.length) return false;
+  for (const [index, message] of saved.messages.entries()) if (messages[index] !== message) return false;
+  // The provider ratio is re-learnt from the next reported usage: a crash losing its last updates costs nothing.
+  const { counters } = memory;
+  const names = new Set([...Object.keys(counters), ...Object.keys(saved.counters)]);
+  for (const name of names)
+    if (name !== compactionCounters.tokenRatio && counters[name] !== saved.counters[name]) return false;
+  return true;
 }

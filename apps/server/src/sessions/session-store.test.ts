@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, readlink, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -244,6 +244,25 @@ describe("transcripts", () => {
     await store.appendTranscript(KEY, [message("c")]);
     expect(await collect(store.readTranscript(KEY))).toEqual([message("c")]);
   });
+
+  it.skipIf(process.platform !== "linux")(
+    "keeps a transcript open between appends and closes it on close, appending still working after",
+    async () => {
+      const path = join(dir, `${STEM}.jsonl`);
+      const openOnPath = async () => {
+        const fds = await readdir("/proc/self/fd");
+        const targets = await Promise.all(fds.map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => "")));
+        return targets.filter((target) => target === path).length;
+      };
+      await store.appendTranscript(KEY, [message("a")]);
+      expect(await openOnPath()).toBe(1);
+      await store.close();
+      expect(await openOnPath()).toBe(0);
+      await store.appendTranscript(KEY, [message("b")]);
+      expect(await openOnPath()).toBe(0);
+      expect(await collect(store.readTranscript(KEY))).toEqual([message("a"), message("b")]);
+    },
+  );
 
   it("starts the next append on a fresh line after a torn one, so the new messages survive", async () => {
     await store.appendTranscript(KEY, [message("a")]);

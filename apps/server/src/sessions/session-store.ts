@@ -107,6 +107,11 @@ export interface SessionStore {
   archive(key: string): Promise<string[]>;
   /** Removes the key's snapshot and transcript for good; returns whether anything was there. */
   delete(key: string): Promise<boolean>;
+  /**
+   * Closes the transcripts kept open for appending (for shutdown: nothing stays open in the data directory).
+   * The store still works afterwards; each append then opens and closes its file.
+   */
+  close(): Promise<void>;
 }
 
 const LIST_BATCH_SIZE = 32;
@@ -128,6 +133,7 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
   const archiveDir = join(dir, "archive");
   const mutex = createKeyedMutex();
   const openTranscripts = new Map<string, OpenTranscript>();
+  let closed = false;
   let prepared: Promise<void> | undefined;
 
   // Creates the directory and sweeps temp files left by a crash mid-save (they never hold the only copy of
@@ -217,6 +223,10 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
   }
 
   function keepTranscript(stem: string, entry: OpenTranscript): void {
+    if (closed) {
+      void entry.handle.close().catch(() => {});
+      return;
+    }
     openTranscripts.set(stem, entry);
     for (const [oldest, { handle }] of openTranscripts) {
       if (openTranscripts.size <= MAX_OPEN_TRANSCRIPTS) break;
@@ -420,6 +430,13 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
         logger.info({ key, files: moved }, "archived session");
         return moved;
       });
+    },
+
+    async close() {
+      closed = true;
+      const kept = [...openTranscripts.values()];
+      openTranscripts.clear();
+      await Promise.all(kept.map(({ handle }) => handle.close().catch(() => {})));
     },
 
     delete(key) {
