@@ -237,7 +237,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     await app.listen({ host: config.server.host, port: config.server.port });
   } catch (error) {
     await Promise.allSettled([memory.stop(0), app.close(), lock.release()]);
-    sessions.close();
+    await sessions.close();
     throw listenError(error, config.server.host, config.server.port);
   }
   const address = app.server.address();
@@ -255,7 +255,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
       logger.info(drained, "turns drained");
       await hub.stop(2_000);
       await memory.stop(config.shutdown.deadlineMs);
-      sessions?.close();
+      await sessions?.close();
       await app.close();
       await lock.release();
       logger.info({}, "stopped");
