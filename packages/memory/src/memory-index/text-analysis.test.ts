@@ -6,6 +6,7 @@ import {
   containsTerm,
   normalizeForMatching,
   stemEnglish,
+  textLength,
 } from "./text-analysis.js";
 
 const han = [..."项目部署脚本数据库迁移会议客户设计评审上线时间预算计划报告团队"];
@@ -130,5 +131,32 @@ describe("containsTerm", () => {
     expect(containsTerm("see ops-4821.", "ops")).toBe(true);
     expect(containsTerm("two cats", "cat")).toBe(true);
     expect(containsTerm("新项目的", "项目")).toBe(true);
+  });
+});
+
+describe("textLength", () => {
+  const pattern =
+    /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\u30fc\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]|[\p{L}\p{N}\p{M}]+/gu;
+  const byPattern = (text: string) => [...text.matchAll(pattern)].length;
+
+  it("counts words and CJK characters exactly as the word pattern does", () => {
+    for (const text of [
+      "",
+      "hello world",
+      "ops-4821 deploy",
+      "今天天气很好",
+      "abc中文 def",
+      "café naïve",
+      "😀 x",
+    ]) {
+      expect(textLength(text)).toBe(byPattern(text));
+    }
+    fc.assert(
+      fc.property(
+        fc.string({ unit: "binary", maxLength: 60 }),
+        (text) => textLength(text) === byPattern(text),
+      ),
+      { numRuns: 500 },
+    );
   });
 });

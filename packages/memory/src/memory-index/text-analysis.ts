@@ -292,12 +292,34 @@ export function countTerm(normalized: string, term: string, limit = Number.POSIT
   return count;
 }
 
-const lengthPattern = new RegExp(`[${cjkClass}${spacelessClass}]|[\\p{L}\\p{N}\\p{M}]+`, "gu");
-
-/** Length of a text in words (each CJK character counting as one), for BM25's length normalization. */
+/**
+ * Length of a text in words (each CJK character counting as one), for BM25's length normalization: what the
+ * pattern `[CJK]|[\p{L}\p{N}\p{M}]+` would count, without a regular expression on ASCII. Scoring measures every
+ * candidate of every query; the regex version was ~0.4 ms a query (profile of bench/search.ts at 10k chunks).
+ */
 export function textLength(normalized: string): number {
   let length = 0;
-  lengthPattern.lastIndex = 0;
-  while (lengthPattern.exec(normalized) !== null) length += 1;
+  let inWord = false;
+  for (let index = 0; index < normalized.length; ) {
+    const code = normalized.charCodeAt(index);
+    if (code < 128) {
+      const word = (code >= 48 && code <= 57) || (code >= 97 && code <= 122) || (code >= 65 && code <= 90);
+      if (word && !inWord) length += 1;
+      inWord = word;
+      index += 1;
+      continue;
+    }
+    const point = normalized.codePointAt(index) ?? code;
+    const character = String.fromCodePoint(point);
+    index += character.length;
+    if (inWord) {
+      inWord = wordCharacterTest.test(character);
+    } else if (cjkTest.test(character)) {
+      length += 1;
+    } else if (wordCharacterTest.test(character)) {
+      length += 1;
+      inWord = true;
+    }
+  }
   return length;
 }
