@@ -4,7 +4,8 @@
  *     local scripted embedder;
  *  2. `memory_search` latency p50/p95, full-text only, at 10k and 100k chunks;
  *  3. file-save-to-searchable latency p50/p95 with the watcher.
- * Run: npx tsx bench/search.ts            (add --quick to skip the 100k build)
+ * Run: npx tsx bench/search.ts            (add --quick to skip the 100k build; --index-only runs
+ *      the full-text indexing row alone, for profiling with `node --cpu-prof --import tsx`)
  */
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -21,6 +22,7 @@ import type { IndexChunk, MemoryIndexBackend } from "../packages/memory/src/memo
 import { startScriptedLlm } from "../packages/testkit/src/index.js";
 
 const quick = process.argv.includes("--quick");
+const indexOnly = process.argv.includes("--index-only");
 
 // ---- Synthetic notes: Zipf-distributed pseudo-words, ticket ids, some Chinese -------------------
 
@@ -118,7 +120,7 @@ async function throughput(directory: string): Promise<void> {
   await writeWorkspace(workspace, quick ? 100 : 400, 60);
   const llm = await startScriptedLlm({ embeddingDimensions: 256 });
   try {
-    for (const withEmbedder of [false, true]) {
+    for (const withEmbedder of indexOnly ? [false] : [false, true]) {
       const backend = createSqliteIndex({ path: path.join(directory, `throughput-${withEmbedder}.sqlite`) });
       const embedder = withEmbedder
         ? createOpenAIEmbedder({
@@ -255,9 +257,11 @@ try {
   console.log("| measure | | | |");
   console.log("|---|---|---|---|");
   await throughput(directory);
-  await latency(directory, 10_000);
-  if (!quick) await latency(directory, 100_000);
-  await saveToSearchable(directory);
+  if (!indexOnly) {
+    await latency(directory, 10_000);
+    if (!quick) await latency(directory, 100_000);
+    await saveToSearchable(directory);
+  }
 } finally {
   await rm(directory, { recursive: true, force: true });
 }

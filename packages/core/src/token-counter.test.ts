@@ -1,3 +1,6 @@
+import fc from "fast-check";
+import * as cl100k from "gpt-tokenizer/encoding/cl100k_base";
+import * as o200k from "gpt-tokenizer/encoding/o200k_base";
 import { describe, expect, it } from "vitest";
 import { createMessage, withMark } from "./message.js";
 import { createEstimatingTokenCounter, createTokenCounter, estimateTokens } from "./token-counter.js";
@@ -66,4 +69,65 @@ describe("token counter", () => {
     expect(estimateTokens("项目计划")).toBe(4);
     expect(estimateTokens("abcdefgh")).toBe(2);
   });
+});
+
+describe("token counter speed-up", () => {
+  const pieces = [
+    "a",
+    "the",
+    " ",
+    "  ",
+    "\n",
+    "\r\n",
+    "\t",
+    "'s",
+    "'LL",
+    "don't",
+    "123456",
+    "OPS-4821",
+    "项目部署",
+    "。",
+    "😀",
+    "é",
+    "ﬁ",
+    "<|endoftext|>",
+    "##",
+    "- ",
+    "`code`",
+    "naïve",
+    "Ünïcödé",
+    "کتاب",
+    "ไทย",
+    "\u200b",
+    "x\u0301",
+  ];
+  const text = fc
+    .array(
+      fc.oneof(
+        fc.constantFrom(...pieces),
+        fc.string(),
+        fc.string({ unit: "grapheme" }),
+        fc.string({ unit: "binary" }),
+      ),
+      {
+        maxLength: 40,
+      },
+    )
+    .map((parts) => parts.join(""));
+
+  it.each(["o200k_base", "cl100k_base"] as const)(
+    "counts exactly what gpt-tokenizer's countTokens counts (%s), on random text and twice in a row",
+    (encoding) => {
+      const counter = createTokenCounter(encoding);
+      const reference = encoding === "o200k_base" ? o200k.countTokens : cl100k.countTokens;
+      fc.assert(
+        fc.property(text, (value) => {
+          const expected = reference(value, { disallowedSpecial: new Set() });
+          expect(counter.countText(value)).toBe(expected);
+          expect(counter.countText(value)).toBe(expected);
+        }),
+        { numRuns: 2000 },
+      );
+    },
+  );
 });
