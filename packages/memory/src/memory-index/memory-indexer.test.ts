@@ -78,6 +78,30 @@ describe("createMemoryIndexer sync", () => {
     expect(status.lastSync?.report.filesIndexed).toBe(3);
   });
 
+  it("indexes every file of a workspace larger than the files it reads ahead, and reports each once", async () => {
+    const days = Array.from({ length: 11 }, (_, index) => `memory/2025-03-${String(index + 10)}.md`);
+    for (const [index, day] of days.entries())
+      await write(day, `Day ${index}: met person${index} about plan${index}.\n`);
+    indexer = createMemoryIndexer({ workspace, backend });
+    const progress: SyncProgress[] = [];
+    const report = await indexer.sync({ onProgress: (step) => progress.push(step) });
+    expect(report).toMatchObject({
+      filesScanned: 11,
+      filesIndexed: 11,
+      filesUnchanged: 0,
+      chunksIndexed: 11,
+    });
+    expect((await backend.listFiles()).map((file) => file.path)).toEqual(days);
+    expect(progress.filter((step) => step.phase === "index").map((step) => step.done)).toEqual(
+      days.map((_, index) => index + 1),
+    );
+    const { results } = await createMemorySearch({ backend }).search("person7");
+    expect(results.map((result) => result.path)).toEqual(["memory/2025-03-17.md"]);
+    await write(days[3]!, "Day 3 was rewritten.\n");
+    await unlink(path.join(workspace, days[5]!));
+    expect(await indexer.sync()).toMatchObject({ filesIndexed: 1, filesUnchanged: 9, filesRemoved: 1 });
+  });
+
   it("skips unchanged files on the next sync and removes files deleted meanwhile", async () => {
     await write("MEMORY.md", "Prefers tea.\n");
     await write("memory/a.md", "Alpha.\n");

@@ -95,6 +95,30 @@ export interface MemoryIndexer {
 
 type FileOutcome = "indexed" | "unchanged" | "removed" | "absent";
 
+interface FileResult {
+  readonly outcome: FileOutcome;
+  readonly chunks: number;
+  readonly fromCache: number;
+}
+
+/** What reading a file found, before the index is touched. */
+type FileChange =
+  | { readonly kind: "absent" }
+  | { readonly kind: "removed" }
+  | { readonly kind: "unchanged" }
+  | { readonly kind: "changed"; readonly stats: Stats; readonly bytes: Buffer; readonly hash: string };
+
+/** Files a sync reads ahead of the one it indexes, so the disk works while the chunker does. */
+const READ_AHEAD = 4;
+
+/** A promise that never rejects, so a read started ahead cannot become an unhandled rejection. */
+function settle<T>(promise: Promise<T>): Promise<{ value: T } | { error: unknown }> {
+  return promise.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
+}
+
 /** Creates the indexer; nothing happens until `sync()` or `watch()`. */
 export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexer {
   const { backend } = options;
@@ -141,14 +165,11 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
   };
 
   /**
-   * Brings one file's index entry in line with the disk; returns what it did and the chunk counts.
-   * `trustStat`: an unchanged size and mtime mean an unchanged file (start-up sync). A watcher
-   * event says otherwise, so then the content hash decides (mtime ticks can be coarse).
+   * Reads what changed in one file (the I/O half of {@link indexFile}, which a sync runs a few files
+   * ahead of the indexing). `trustStat`: an unchanged size and mtime mean an unchanged file (start-up
+   * sync). A watcher event says otherwise, so then the content hash decides (mtime ticks can be coarse).
    */
-  async function indexFile(
-    relative: string,
-    trustStat: boolean,
-  ): Promise<{ outcome: FileOutcome; chunks: number; fromCache: number }> {
+  async function readChange(relative: string, trustStat: boolean): Promise<FileChange> {
     const absolute = path.join(workspace, relative);
     const known = await backend.fileState(relative);
     let stats: Stats | undefined;
@@ -158,17 +179,25 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
       const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
       if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
     }
-    if (stats === undefined || !stats.isFile()) {
-      if (known === undefined) return { outcome: "absent", chunks: 0, fromCache: 0 };
-      await backend.deleteFile(relative);
-      return { outcome: "removed", chunks: 0, fromCache: 0 };
-    }
+    if (stats === undefined || !stats.isFile()) return { kind: known === undefined ? "absent" : "removed" };
     if (trustStat && known !== undefined && known.mtimeMs === stats.mtimeMs && known.size === stats.size) {
-      return { outcome: "unchanged", chunks: 0, fromCache: 0 };
+      return { kind: "unchanged" };
     }
     const bytes = await readFile(absolute);
     const hash = sha256(bytes);
-    if (known !== undefined && known.hash === hash) return { outcome: "unchanged", chunks: 0, fromCache: 0 };
+    if (known !== undefined && known.hash === hash) return { kind: "unchanged" };
+    return { kind: "changed", stats, bytes, hash };
+  }
+
+  /** Brings one file's index entry in line with what {@link readChange} read. */
+  async function applyChange(relative: string, change: FileChange): Promise<FileResult> {
+    if (change.kind === "absent" || change.kind === "unchanged")
+      return { outcome: change.kind, chunks: 0, fromCache: 0 };
+    if (change.kind === "removed") {
+      await backend.deleteFile(relative);
+      return { outcome: "removed", chunks: 0, fromCache: 0 };
+    }
+    const { stats, bytes, hash } = change;
     const chunks: IndexChunk[] = chunkMarkdown(relative, bytes.toString("utf8"), options.chunking).map(
       (chunk) => ({
         ...chunk,
@@ -186,6 +215,11 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
     await backend.upsertFile(file, chunks, cached);
     const fromCache = cached?.vectors.filter((vector) => vector !== undefined).length ?? 0;
     return { outcome: "indexed", chunks: chunks.length, fromCache };
+  }
+
+  /** Brings one file's index entry in line with the disk; returns what it did and the chunk counts. */
+  async function indexFile(relative: string, trustStat: boolean): Promise<FileResult> {
+    return applyChange(relative, await readChange(relative, trustStat));
   }
 
   /** One catch-up pass; logs a vector-size problem once instead of on every pass. */
@@ -231,9 +265,15 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
     let chunksIndexed = 0;
     let chunksFromCache = 0;
     let lastLog = clock();
+    const reads = files.slice(0, READ_AHEAD).map((relative) => settle(readChange(relative, true)));
     for (const [index, relative] of files.entries()) {
+      const read = reads.shift()!; // not kept: the queue holds READ_AHEAD files' bytes at most
+      const ahead = files[index + READ_AHEAD];
+      if (ahead !== undefined) reads.push(settle(readChange(ahead, true)));
       try {
-        const result = await indexFile(relative, true);
+        const change = await read;
+        if ("error" in change) throw change.error;
+        const result = await applyChange(relative, change.value);
         if (result.outcome === "indexed") filesIndexed += 1;
         if (result.outcome === "removed") filesRemoved += 1;
         chunksIndexed += result.chunks;
