@@ -99,6 +99,9 @@ describe("token counter speed-up", () => {
     "کتاب",
     "ไทย",
     "\u200b",
+    "aaaaaaaaa",
+    "0000000",
+    "项目部署脚本数据库迁移会议客户设计评审上线",
     "x\u0301",
   ];
   const text = fc

@@ -45,7 +45,7 @@ const requireModule = createRequire(import.meta.url);
 interface BpeCore {
   readonly tokenSplitRegex: RegExp;
   getBpeRankFromString(piece: string): number | undefined;
-  bytePairEncode(piece: string): readonly number[];
+  getBpeRankFromBytes(bytes: Uint8Array): number | undefined;
 }
 
 function isBpeCore(value: unknown): value is BpeCore {
@@ -55,12 +55,62 @@ function isBpeCore(value: unknown): value is BpeCore {
     core.tokenSplitRegex instanceof RegExp &&
     core.tokenSplitRegex.global &&
     typeof core.getBpeRankFromString === "function" &&
-    typeof core.bytePairEncode === "function"
+    typeof core.getBpeRankFromBytes === "function"
   );
 }
 
-/** Distinct pre-tokenized pieces remembered per encoding; the memory is cleared when full. */
+/** Distinct pre-tokenized pieces (and byte sequences) remembered per encoding; cleared when full. */
 const PIECE_CACHE_SIZE = 100_000;
+
+/**
+ * Tokens of one piece that is not a token itself: gpt-tokenizer's byte-pair merge (lowest rank
+ * first, the leftmost on a tie), counting the parts instead of listing them. The ranks of byte
+ * sequences are remembered: a piece seen once (a run of Chinese, a hash) is made of pairs seen often,
+ * and the tokenizer's own lookup decodes and binary-searches every pair that is not whole UTF-8.
+ */
+function createPieceMerger(core: BpeCore): (piece: string) => number {
+  const encoder = new TextEncoder();
+  const ranks = new Map<string, number>();
+  return (piece) => {
+    const bytes = encoder.encode(piece);
+    // One character per byte, so a byte range is a substring: a cheap key for `ranks`.
+    const keys = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
+    const starts: number[] = [];
+    const pairRanks: number[] = [];
+    const rankAt = (index: number): number => {
+      const start = starts[index];
+      const end = starts[index + 2];
+      if (start === undefined || end === undefined) return Number.POSITIVE_INFINITY;
+      const key = keys.slice(start, end);
+      let rank = ranks.get(key);
+      if (rank === undefined) {
+        rank = core.getBpeRankFromBytes(bytes.subarray(start, end)) ?? Number.POSITIVE_INFINITY;
+        if (ranks.size >= PIECE_CACHE_SIZE) ranks.clear();
+        ranks.set(key, rank);
+      }
+      return rank;
+    };
+    for (let index = 0; index <= bytes.length; index += 1) starts.push(index);
+    for (let index = 0; index <= bytes.length; index += 1) pairRanks.push(rankAt(index));
+    while (starts.length > 1) {
+      let lowestRank = Number.POSITIVE_INFINITY;
+      let lowest = -1;
+      for (let index = 0; index < pairRanks.length - 1; index += 1) {
+        const rank = pairRanks[index]!;
+        if (rank < lowestRank) {
+          lowestRank = rank;
+          lowest = index;
+        }
+      }
+      if (lowest === -1) break;
+      starts.splice(lowest + 1, 1);
+      pairRanks.splice(lowest, 1);
+      pairRanks[lowest] = rankAt(lowest);
+      if (lowest > 0) pairRanks[lowest - 1] = rankAt(lowest - 1);
+    }
+    return starts.length - 1;
+  };
+}
 
 /**
  * The tokenizer's own count with no special tokens (split the text with the encoding's pattern, then
@@ -72,6 +122,7 @@ const PIECE_CACHE_SIZE = 100_000;
 function cachingPieceCounter(core: BpeCore): TextCounter {
   const splitter = new RegExp(core.tokenSplitRegex.source, core.tokenSplitRegex.flags);
   const pieceTokens = new Map<string, number>();
+  const merge = createPieceMerger(core);
   return (text) => {
     let tokens = 0;
     splitter.lastIndex = 0;
@@ -83,7 +134,7 @@ function cachingPieceCounter(core: BpeCore): TextCounter {
       }
       let count = pieceTokens.get(piece);
       if (count === undefined) {
-        count = core.getBpeRankFromString(piece) === undefined ? core.bytePairEncode(piece).length : 1;
+        count = core.getBpeRankFromString(piece) === undefined ? merge(piece) : 1;
         if (pieceTokens.size >= PIECE_CACHE_SIZE) pieceTokens.clear();
         pieceTokens.set(piece, count);
       }
