@@ -73,8 +73,12 @@ function createPieceMerger(core: BpeCore): (piece: string) => number {
   const ranks = new Map<string, number>();
   return (piece) => {
     const bytes = encoder.encode(piece);
+    // As many bytes as characters: ASCII, whose every byte range is itself a string of the rank table.
+    const ascii = bytes.length === piece.length;
     // One character per byte, so a byte range is a substring: a cheap key for `ranks`.
-    const keys = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
+    const keys = ascii
+      ? piece
+      : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
     const starts: number[] = [];
     const pairRanks: number[] = [];
     const rankAt = (index: number): number => {
@@ -84,7 +88,9 @@ function createPieceMerger(core: BpeCore): (piece: string) => number {
       const key = keys.slice(start, end);
       let rank = ranks.get(key);
       if (rank === undefined) {
-        rank = core.getBpeRankFromBytes(bytes.subarray(start, end)) ?? Number.POSITIVE_INFINITY;
+        rank =
+          (ascii ? core.getBpeRankFromString(key) : core.getBpeRankFromBytes(bytes.subarray(start, end))) ??
+          Number.POSITIVE_INFINITY;
         if (ranks.size >= PIECE_CACHE_SIZE) ranks.clear();
         ranks.set(key, rank);
       }
