@@ -46,6 +46,33 @@ const loaded = async (file: string) => (await readFile(join(work, file), "utf8")
 const packagesIn = (urls: readonly string[]) =>
   SERVER_ONLY.filter((name) => urls.some((entry) => entry.includes(`/node_modules/${name}`)));
 
+/** `almanac sessions list --json` against the test server through `script`, recording the modules it loads. */
+function listSessions(script: string, loadedFile: string, nodeOptions: readonly string[] = []) {
+  return spawnSync(
+    process.execPath,
+    [
+      ...nodeOptions,
+      "--import",
+      join(work, "register.mjs"),
+      script,
+      "sessions",
+      "list",
+      "--json",
+      "--url",
+      url,
+    ],
+    {
+      encoding: "utf8",
+      cwd: work,
+      env: {
+        PATH: process.env.PATH ?? "",
+        ALMANAC_TEST_LOADED: join(work, loadedFile),
+        ALMANAC_ADMIN_TOKEN: TEST_TOKEN,
+      },
+    },
+  );
+}
+
 beforeAll(async () => {
   // Incremental: a current build (e.g. after `pnpm start`) is reused; otherwise this builds (~1-2 s).
   const build = spawnSync(process.execPath, [join(serverDir, "scripts", "build.mjs")], { encoding: "utf8" });
@@ -136,30 +163,7 @@ describe("the production build", () => {
   }, 30_000);
 
   it("`almanac sessions list` loads neither the server nor the SDKs, the tokenizer or SQLite", async () => {
-    const loadedFile = join(work, "client-loaded.txt");
-    const run = spawnSync(
-      process.execPath,
-      [
-        "--enable-source-maps",
-        "--import",
-        join(work, "register.mjs"),
-        distMain,
-        "sessions",
-        "list",
-        "--json",
-        "--url",
-        url,
-      ],
-      {
-        encoding: "utf8",
-        cwd: work,
-        env: {
-          PATH: process.env.PATH ?? "",
-          ALMANAC_TEST_LOADED: loadedFile,
-          ALMANAC_ADMIN_TOKEN: TEST_TOKEN,
-        },
-      },
-    );
+    const run = listSessions(distMain, "client-loaded.txt", ["--enable-source-maps"]);
     expect(run.status, run.stderr).toBe(0);
     const listed = JSON.parse(run.stdout) as { sessions: Array<{ key: string }> };
     expect(listed.sessions.map((session) => session.key)).toContain("api:default:api:build");
@@ -170,29 +174,7 @@ describe("the production build", () => {
   }, 30_000);
 
   it("bin/almanac.js runs the current build, not the sources", async () => {
-    const loadedFile = join(work, "bin-loaded.txt");
-    const run = spawnSync(
-      process.execPath,
-      [
-        "--import",
-        join(work, "register.mjs"),
-        join(serverDir, "bin", "almanac.js"),
-        "sessions",
-        "list",
-        "--json",
-        "--url",
-        url,
-      ],
-      {
-        encoding: "utf8",
-        cwd: work,
-        env: {
-          PATH: process.env.PATH ?? "",
-          ALMANAC_TEST_LOADED: loadedFile,
-          ALMANAC_ADMIN_TOKEN: TEST_TOKEN,
-        },
-      },
-    );
+    const run = listSessions(join(serverDir, "bin", "almanac.js"), "bin-loaded.txt");
     expect(run.status, run.stderr).toBe(0);
     expect(run.stderr).toBe("");
     expect(JSON.parse(run.stdout)).toHaveProperty("sessions");

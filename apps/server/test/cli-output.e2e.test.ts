@@ -5,34 +5,20 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type RecordedChatRequest, script } from "@almanac/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runAlmanac } from "./cli-process.js";
+import { type CliRun, collectOutput, runAlmanac } from "./cli-process.js";
 import { startTestServer, TEST_TOKEN, type TestServer } from "./test-server.js";
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
 
 /** Runs a command line through `sh -c` in the repository, as a person pastes it. */
-function runShell(
-  command: string,
-  env: Record<string, string>,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runShell(command: string, env: Record<string, string>): Promise<CliRun> {
   // npx needs HOME for its cache; nothing else of the test's environment leaks in.
   const child = spawn("sh", ["-c", command], {
     cwd: repoRoot,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? tmpdir(), ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  return new Promise((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+  return collectOutput(child, command, 60_000);
 }
 
 /** Every command line in the sh code blocks of a document that runs the `almanac` command. */

@@ -1,5 +1,6 @@
-import { spawn } from "node:child_process";
+import { type ChildProcessByStdio, spawn } from "node:child_process";
 import { createServer } from "node:net";
+import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 
 const bin = fileURLToPath(new URL("../bin/almanac.js", import.meta.url));
@@ -22,13 +23,12 @@ export interface RunAlmanacOptions {
   readonly timeoutMs?: number;
 }
 
-/** Runs the real `almanac` command as a user would and collects its output. */
-export function runAlmanac(args: readonly string[], options: RunAlmanacOptions): Promise<CliRun> {
-  const child = spawn(process.execPath, [bin, ...args], {
-    env: { PATH: process.env.PATH ?? "", ...options.env },
-    cwd: options.cwd,
-    stdio: ["pipe", "pipe", "pipe"],
-  });
+/** A spawned child's stdout and stderr as text, and its exit code once it closes (killed after `timeoutMs`). */
+export function collectOutput(
+  child: ChildProcessByStdio<Writable | null, Readable, Readable>,
+  what: string,
+  timeoutMs: number,
+): Promise<CliRun> {
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk: Buffer) => {
@@ -37,18 +37,28 @@ export function runAlmanac(args: readonly string[], options: RunAlmanacOptions):
   child.stderr.on("data", (chunk: Buffer) => {
     stderr += chunk.toString();
   });
-  child.stdin.end(options.stdin ?? "");
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new Error(`almanac ${args.join(" ")} did not finish in time:\n${stdout}\n${stderr}`));
-    }, options.timeoutMs ?? 20_000);
+      reject(new Error(`${what} did not finish in time:\n${stdout}\n${stderr}`));
+    }, timeoutMs);
     child.on("error", reject);
     child.on("close", (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** Runs the real `almanac` command as a user would and collects its output. */
+export function runAlmanac(args: readonly string[], options: RunAlmanacOptions): Promise<CliRun> {
+  const child = spawn(process.execPath, [bin, ...args], {
+    env: { PATH: process.env.PATH ?? "", ...options.env },
+    cwd: options.cwd,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  child.stdin.end(options.stdin ?? "");
+  return collectOutput(child, `almanac ${args.join(" ")}`, options.timeoutMs ?? 20_000);
 }
 
 /** A loopback URL nothing listens on (a port that was free a moment ago). */
