@@ -1,6 +1,13 @@
 import { join } from "node:path";
 import { readTextFile, type Tool, type WorkspaceTarget } from "@almanac/agent";
-import { type ChatModel, type Logger, type Message, type TokenCounter, UserError } from "@almanac/core";
+import {
+  type ChatModel,
+  type Logger,
+  type Message,
+  type TokenCounter,
+  UserError,
+  writeFileDurably,
+} from "@almanac/core";
 import { createOpenAIEmbedder } from "@almanac/llm";
 import {
   buildMemoryContext,
@@ -24,7 +31,6 @@ import {
   type SyncProgress,
   toolOutputTokenBudget,
 } from "@almanac/memory";
-import writeFileAtomic from "write-file-atomic";
 import { compactionWindow } from "./config/compaction-window.js";
 import type { AlmanacConfig } from "./config/config-schema.js";
 import { resolveMemoryScope } from "./memory-scope.js";
@@ -289,7 +295,7 @@ export async function createMemoryServices(options: {
         seen?.set(target.shown, written.hash);
         return;
       }
-      await writeFileAtomic(target.absolute, content, { encoding: "utf8" });
+      await writeFileDurably(target.absolute, content);
     },
   };
 }

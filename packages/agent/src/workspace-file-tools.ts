@@ -1,7 +1,6 @@
 import { appendFile, mkdir, readdir, stat } from "node:fs/promises";
 import * as path from "node:path";
-import { UserError } from "@almanac/core";
-import writeFileAtomic from "write-file-atomic";
+import { UserError, writeFileDurably } from "@almanac/core";
 import { z } from "zod";
 import { positiveInteger } from "./positive-integer.js";
 import { defineTool, type Tool } from "./toolkit.js";
@@ -102,8 +101,7 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
   const readText = options.readText ?? readTextFile;
   const writeText =
     options.writeText ??
-    ((target: { readonly absolute: string }, content: string) =>
-      writeFileAtomic(target.absolute, content, { encoding: "utf8" }));
+    ((target: { readonly absolute: string }, content: string) => writeFileDurably(target.absolute, content));
 
   const readFileTool = defineTool({
     name: "read_file",

@@ -22,6 +22,17 @@ export type {
 } from "./chat-model.js";
 
 export {
+  type DurableWriteOptions,
+  errnoCode,
+  fsyncDirectory,
+  isDurableWriteTempFile,
+  isErrnoCode,
+  removeStaleTempFiles,
+  type StagedFile,
+  stageFileDurably,
+  writeFileDurably,
+} from "./durable-write.js";
+export {
   AlmanacError,
   type AlmanacErrorOptions,
   describeError,

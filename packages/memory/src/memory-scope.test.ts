@@ -20,7 +20,7 @@ import {
   sharedScope,
   sharedScopeFolder,
 } from "./memory-scope.js";
-import { hashContent } from "./summarizer/durable-file.js";
+import { hashContent } from "./summarizer/content-hash.js";
 import { buildMemoryContext, memoryGuideFor } from "./summarizer/memory-context.js";
 import { isMemoryFilePath } from "./summarizer/memory-file-store.js";
 

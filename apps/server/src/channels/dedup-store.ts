@@ -1,6 +1,6 @@
 import { appendFile, mkdir, open, readFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import writeFileAtomic from "write-file-atomic";
+import { writeFileDurably } from "@almanac/core";
 
 /** Remembers delivered event ids across restarts so a platform's redelivery is answered once. */
 export interface DedupStore {
@@ -40,10 +40,9 @@ export async function createDedupStore(options: {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }
-  await writeFileAtomic(
+  await writeFileDurably(
     options.file,
     [...seen].map(([id, at]) => `${JSON.stringify({ id, at })}\n`).join(""),
-    { fsync: true },
   );
   let appends = 0;
   const prune = () => {

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import writeFileAtomic from "write-file-atomic";
+import { writeFileDurably } from "@almanac/core";
 
 /** The admin token in force and whether it was generated just now (then it is printed once). */
 export interface AdminToken {
@@ -28,6 +28,6 @@ export async function ensureAdminToken(home: string, configured: string | undefi
   }
   await mkdir(home, { recursive: true });
   const token = `alm_${randomBytes(24).toString("base64url")}`;
-  await writeFileAtomic(file, `${token}\n`, { mode: 0o600, fsync: true });
+  await writeFileDurably(file, `${token}\n`, { mode: 0o600 });
   return { token, source: "generated", file };
 }

@@ -1,5 +1,5 @@
 import { lstat, readFile } from "node:fs/promises";
-import { isErrnoCode } from "./atomic-write.js";
+import { isErrnoCode } from "@almanac/core";
 
 /** Reads a UTF-8 file; `undefined` when it does not exist (other errors are thrown). */
 export async function readTextIfExists(path: string): Promise<string | undefined> {

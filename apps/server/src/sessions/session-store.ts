@@ -2,23 +2,21 @@ import { type FileHandle, mkdir, open, readdir, rename, stat, unlink } from "nod
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import {
+  fsyncDirectory,
   InternalError,
+  isErrnoCode,
   type Logger,
   type Message,
   messageSchema,
   parseSessionKey,
-  sessionKeyToFileStem,
-  silentLogger,
-} from "@almanac/core";
-import type { z } from "zod";
-import {
-  fsyncDirectory,
-  isErrnoCode,
   removeStaleTempFiles,
   type StagedFile,
-  stageFileAtomic,
-  writeFileAtomic,
-} from "./atomic-write.js";
+  sessionKeyToFileStem,
+  silentLogger,
+  stageFileDurably,
+  writeFileDurably,
+} from "@almanac/core";
+import type { z } from "zod";
 import { fileTimestamp, firstFreePaths, pathExists, readTextIfExists } from "./file-helpers.js";
 import { createKeyedMutex } from "./keyed-mutex.js";
 import {
@@ -115,6 +113,9 @@ export interface SessionStore {
 }
 
 const LIST_BATCH_SIZE = 32;
+
+/** Snapshots hold conversations: readable by the server's user only, like the transcripts. */
+const SNAPSHOT_MODE = { mode: 0o600 } as const;
 
 /** Transcripts kept open for appending: about the sessions active at once (each costs one file descriptor). */
 const MAX_OPEN_TRANSCRIPTS = 64;
@@ -324,11 +325,11 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
     await withKey(snapshot.key, async (stem) => {
       if (lines.length === 0) {
         const transcriptBytes = await sizeOf(transcriptPath(stem));
-        await writeFileAtomic(snapshotPath(stem), serialize({ ...checked, transcriptBytes }));
+        await writeFileDurably(snapshotPath(stem), serialize({ ...checked, transcriptBytes }), SNAPSHOT_MODE);
         return;
       }
       await appendLines(snapshot.key, stem, lines, (transcriptBytes) =>
-        stageFileAtomic(snapshotPath(stem), serialize({ ...checked, transcriptBytes })),
+        stageFileDurably(snapshotPath(stem), serialize({ ...checked, transcriptBytes }), SNAPSHOT_MODE),
       );
     });
   }

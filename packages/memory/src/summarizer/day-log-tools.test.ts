@@ -1,7 +1,7 @@
 import { createToolkit } from "@almanac/agent";
 import { describe, expect, it } from "vitest";
+import { hashContent } from "./content-hash.js";
 import { createDayLogTools } from "./day-log-tools.js";
-import { hashContent } from "./durable-file.js";
 import { stageMemoryFile } from "./staged-memory-file.js";
 
 function setup(content: string | undefined) {

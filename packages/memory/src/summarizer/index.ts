@@ -1,4 +1,4 @@
-export { hashContent, probeWritable, type StorageErrno, storageErrnoOf } from "./durable-file.js";
+export { hashContent } from "./content-hash.js";
 export {
   assertTimeZone,
   type DayGroup,
@@ -29,6 +29,7 @@ export {
   type MemoryWriteResult,
   type ShrinkGuard,
 } from "./memory-file-store.js";
+export { probeWritable, type StorageErrno, storageErrnoOf } from "./storage-errno.js";
 export { createSummarizer, type SummarizerOptions } from "./summarizer.js";
 export {
   SummarizerError,

@@ -1,6 +1,6 @@
 import { mkdir, readdir, unlink } from "node:fs/promises";
 import * as path from "node:path";
-import { errorCode, writeFileDurable } from "./durable-file.js";
+import { errnoCode, writeFileDurably } from "@almanac/core";
 
 /** Options of {@link createMemoryBackups}. */
 export interface MemoryBackupsOptions {
@@ -50,7 +50,7 @@ export function createMemoryBackups(options: MemoryBackupsOptions): MemoryBackup
     try {
       return (await readdir(folder)).filter((name) => pattern.test(name)).sort();
     } catch (error) {
-      if (errorCode(error) === "ENOENT") return [];
+      if (errnoCode(error) === "ENOENT") return [];
       throw error;
     }
   };
@@ -68,11 +68,11 @@ export function createMemoryBackups(options: MemoryBackupsOptions): MemoryBackup
         name = `${base}.${stamp}-${String(counter).padStart(3, "0")}.bak`;
       }
       const file = path.join(folder, name);
-      await writeFileDurable(file, content);
+      await writeFileDurably(file, content);
       const names = [...existing, name].sort();
       for (const old of names.slice(0, Math.max(0, names.length - maxPerFile))) {
         await unlink(path.join(folder, old)).catch((error: unknown) => {
-          if (errorCode(error) !== "ENOENT") throw error;
+          if (errnoCode(error) !== "ENOENT") throw error;
         });
       }
       return file;

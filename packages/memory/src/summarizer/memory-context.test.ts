@@ -1,6 +1,6 @@
 import { createTokenCounter } from "@almanac/core";
 import { describe, expect, it } from "vitest";
-import { hashContent } from "./durable-file.js";
+import { hashContent } from "./content-hash.js";
 import { buildMemoryContext, MEMORY_GUIDE, type MemoryFileReader } from "./memory-context.js";
 
 const counter = createTokenCounter();

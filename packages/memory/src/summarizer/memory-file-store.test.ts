@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { hashContent } from "./durable-file.js";
+import { hashContent } from "./content-hash.js";
 import { createMemoryFileStore, isDestructiveShrink, type MemoryFileStore } from "./memory-file-store.js";
 
 let base: string;

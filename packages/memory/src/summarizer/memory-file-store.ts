@@ -2,8 +2,15 @@ import type { Dirent } from "node:fs";
 import { lstat, mkdir, readdir, readFile, realpath } from "node:fs/promises";
 import * as path from "node:path";
 import { resolveWorkspacePath } from "@almanac/agent";
-import { isAlmanacError, type Logger, silentLogger, UserError } from "@almanac/core";
-import { errorCode, hashContent, writeFileDurable } from "./durable-file.js";
+import {
+  errnoCode,
+  isAlmanacError,
+  type Logger,
+  silentLogger,
+  UserError,
+  writeFileDurably,
+} from "@almanac/core";
+import { hashContent } from "./content-hash.js";
 import { createMemoryBackups, type MemoryBackups } from "./memory-backups.js";
 
 /** When a write counts as destroying a file: it shrinks a file longer than `minChars` below `minRatio` of it. */
@@ -171,8 +178,8 @@ export function createMemoryFileStore(options: MemoryFileStoreOptions): MemoryFi
     try {
       return await readFile(absolute, "utf8");
     } catch (error) {
-      if (errorCode(error) === "ENOENT") return undefined;
-      if (errorCode(error) === "EISDIR") throw refusePath(path.basename(absolute), "it is a directory");
+      if (errnoCode(error) === "ENOENT") return undefined;
+      if (errnoCode(error) === "EISDIR") throw refusePath(path.basename(absolute), "it is a directory");
       throw error;
     }
   };
@@ -199,7 +206,7 @@ export function createMemoryFileStore(options: MemoryFileStoreOptions): MemoryFi
     try {
       entries = await readdir(path.join(root, ...relative.split("/")), { withFileTypes: true });
     } catch (error) {
-      if (errorCode(error) === "ENOENT" || errorCode(error) === "ENOTDIR") return;
+      if (errnoCode(error) === "ENOENT" || errnoCode(error) === "ENOTDIR") return;
       throw error;
     }
     for (const entry of entries) {
@@ -277,7 +284,7 @@ export function createMemoryFileStore(options: MemoryFileStoreOptions): MemoryFi
         }
         await mkdir(path.dirname(absolute), { recursive: true });
         const backupPath = current === undefined ? undefined : await backups.save(relative, current);
-        await writeFileDurable(absolute, content);
+        await writeFileDurably(absolute, content);
         logger.debug({ path: relative, chars: content.length, backupPath }, "memory file written");
         return {
           path: relative,

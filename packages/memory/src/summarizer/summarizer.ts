@@ -10,8 +10,8 @@ import {
 } from "@almanac/core";
 import { z } from "zod";
 import { dailyLogPath, type MemoryScope, OWNER_SCOPE } from "../memory-scope.js";
+import { hashContent } from "./content-hash.js";
 import { createDayLogTools } from "./day-log-tools.js";
-import { hashContent } from "./durable-file.js";
 import { assertTimeZone, type DayGroup, defaultTimeZone, groupMessagesByLocalDate } from "./local-date.js";
 import { createMemoryFileStore, type MemoryFileStore, type ShrinkGuard } from "./memory-file-store.js";
 import { renderTranscript, type TranscriptLimits } from "./render-transcript.js";

@@ -1,5 +1,5 @@
 import { describeError, isAlmanacError, type Logger } from "@almanac/core";
-import { storageErrnoOf } from "./durable-file.js";
+import { storageErrnoOf } from "./storage-errno.js";
 import type {
   JobError,
   JournalRecord,

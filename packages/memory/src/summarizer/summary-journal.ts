@@ -1,7 +1,13 @@
 import { mkdir, readdir, readFile, rename, unlink } from "node:fs/promises";
 import * as path from "node:path";
-import { describeError, InternalError, type Logger } from "@almanac/core";
-import { errorCode, fsyncDirectory, writeFileDurable } from "./durable-file.js";
+import {
+  describeError,
+  errnoCode,
+  fsyncDirectory,
+  InternalError,
+  type Logger,
+  writeFileDurably,
+} from "@almanac/core";
 import { type JournalRecord, journalRecordSchema } from "./summary-job.js";
 
 /** The on-disk job journal: one JSON file per job in `<stateDir>/summarizer/jobs/`. */
@@ -73,7 +79,7 @@ export function createSummaryJournal(stateDir: string, logger: Logger): SummaryJ
         try {
           records.push(parseRecord(await readFile(file, "utf8"), file));
         } catch (error) {
-          if (errorCode(error) === "ENOENT") continue;
+          if (errnoCode(error) === "ENOENT") continue;
           // Never dropped silently: kept aside for a person to inspect, and logged loudly.
           await mkdir(damagedDir, { recursive: true });
           await rename(file, path.join(damagedDir, name));
@@ -89,14 +95,14 @@ export function createSummaryJournal(stateDir: string, logger: Logger): SummaryJ
     },
 
     async write(record) {
-      await writeFileDurable(fileOf(record.id), `${JSON.stringify(record)}\n`);
+      await writeFileDurably(fileOf(record.id), `${JSON.stringify(record)}\n`);
     },
 
     async remove(id) {
       try {
         await unlink(fileOf(id));
       } catch (error) {
-        if (errorCode(error) !== "ENOENT") throw error;
+        if (errnoCode(error) !== "ENOENT") throw error;
       }
     },
   };

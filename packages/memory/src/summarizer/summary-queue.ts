@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { describeError, type Logger, messageSchema, silentLogger, UserError } from "@almanac/core";
 import { z } from "zod";
-import { probeWritable, storageErrnoOf } from "./durable-file.js";
+import { probeWritable, storageErrnoOf } from "./storage-errno.js";
 import { SummarizerError } from "./summarizer-error.js";
 import {
   type JobError,

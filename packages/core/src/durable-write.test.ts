@@ -1,0 +1,139 @@
+import { spawn } from "node:child_process";
+import { watch } from "node:fs";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import fc from "fast-check";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  isDurableWriteTempFile,
+  removeStaleTempFiles,
+  stageFileDurably,
+  writeFileDurably,
+} from "./durable-write.js";
+import { formatSessionKey, sessionKeyToFileStem } from "./session-key.js";
+
+const childScript = fileURLToPath(new URL("../test/durable-write-child.ts", import.meta.url));
+
+let dir: string;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "almanac-durable-"));
+});
+
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("writeFileDurably", () => {
+  it("creates or replaces a file and leaves no temp file behind", async () => {
+    const path = join(dir, "state.json");
+    await writeFileDurably(path, "one");
+    await writeFileDurably(path, "two");
+    expect(await readFile(path, "utf8")).toBe("two");
+    expect(await readdir(dir)).toEqual(["state.json"]);
+  });
+
+  it("keeps the old content and removes its temp file when the final rename fails", async () => {
+    const path = join(dir, "state.json");
+    await mkdir(join(path, "occupied"), { recursive: true });
+    await expect(writeFileDurably(path, "new")).rejects.toMatchObject({ code: expect.any(String) });
+    expect(await readdir(dir)).toEqual(["state.json"]);
+    expect(await readdir(path)).toEqual(["occupied"]);
+  });
+
+  it("throws the system error itself when the directory is missing, so callers can map its errno", async () => {
+    await expect(writeFileDurably(join(dir, "missing", "file.md"), "x")).rejects.toMatchObject({
+      code: "ENOENT",
+      syscall: "open",
+    });
+  });
+
+  it("keeps the permission bits of the file it replaces, and applies an explicit mode exactly", async () => {
+    const kept = join(dir, "kept.md");
+    await writeFile(kept, "old", { mode: 0o640 });
+    await writeFileDurably(kept, "new");
+    expect((await stat(kept)).mode & 0o777).toBe(0o640);
+
+    const secret = join(dir, "admin-token");
+    await writeFileDurably(secret, "token", { mode: 0o600 });
+    expect((await stat(secret)).mode & 0o777).toBe(0o600);
+  });
+
+  it("leaves the old content whole, and no temp file, when a staged write is discarded", async () => {
+    const path = join(dir, "state.json");
+    await writeFileDurably(path, "old");
+    const staged = await stageFileDurably(path, "new");
+    expect((await readdir(dir)).filter(isDurableWriteTempFile)).toHaveLength(1);
+    await staged.discard();
+    expect(await readFile(path, "utf8")).toBe("old");
+    expect(await readdir(dir)).toEqual(["state.json"]);
+  });
+
+  it("leaves the old or the new content, never a mix, when the process is killed mid-write", async () => {
+    const path = join(dir, "big.txt");
+    const size = 8 * 1024 * 1024;
+    const child = spawn(process.execPath, ["--import", "tsx", childScript, path, String(size)], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.on("exit", (_, signal) => resolve(signal)),
+    );
+    // Once the second write has started, kill at the first change it makes in the directory: a plain
+    // `writeFile` is caught with the file truncated, a durable write with its temp file half written.
+    let armed = false;
+    const watcher = watch(dir, () => {
+      if (armed) child.kill("SIGKILL");
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes("writing 2\n")) armed = true;
+    });
+    const signal = await exited;
+    watcher.close();
+    expect(signal, stderr).toBe("SIGKILL");
+
+    const content = await readFile(path);
+    expect(content.length).toBe(size);
+    const first = content[0];
+    expect(first === 0x61 || first === 0x62).toBe(true);
+    expect(content.every((byte) => byte === first)).toBe(true);
+    await removeStaleTempFiles(dir);
+    expect(await readdir(dir)).toEqual(["big.txt"]);
+  });
+});
+
+describe("removeStaleTempFiles", () => {
+  it("removes only the temp files a write left behind", async () => {
+    await writeFile(join(dir, ".state.json.0123456789abcdef.tmp"), "partial");
+    await writeFile(join(dir, "state.json"), "whole");
+    await writeFile(join(dir, "notes.tmp"), "not ours");
+    expect(await removeStaleTempFiles(dir)).toEqual([".state.json.0123456789abcdef.tmp"]);
+    expect((await readdir(dir)).sort()).toEqual(["notes.tmp", "state.json"]);
+  });
+
+  it("never takes a session file or a Markdown file for a temp file", () => {
+    const part = fc.string({ minLength: 1, maxLength: 40 });
+    fc.assert(
+      fc.property(part, part, (channel, id) => {
+        const stem = sessionKeyToFileStem(
+          formatSessionKey({ channel, account: "a", kind: "dm", id: `${id}.tmp` }),
+        );
+        for (const name of [
+          `${stem}.json`,
+          `${stem}.jsonl`,
+          `${stem}.json.corrupt-2025-01-01T00-00-00-000Z`,
+          `${id}.md`,
+        ]) {
+          expect(isDurableWriteTempFile(name)).toBe(false);
+        }
+      }),
+    );
+  });
+});
