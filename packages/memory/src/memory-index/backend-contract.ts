@@ -3,7 +3,7 @@ import { deterministicEmbedding } from "@almanac/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { chunkMarkdown } from "./chunk-markdown.js";
 import { searchableText } from "./hybrid-score.js";
-import { memorySource } from "./memory-files.js";
+import { memorySource } from "./memory-source.js";
 import { createMemorySearch } from "./memory-search.js";
 import { analyzeText } from "./text-analysis.js";
 import type { IndexChunk, IndexedFile, MemoryIndexBackend } from "./types.js";
@@ -131,6 +131,29 @@ export function describeBackendContract(
         "Favourite colour: orange.",
       ]);
       expect(await backend.stats()).toMatchObject({ files: 1, chunks: 1 });
+    });
+
+    it("writes several files in one upsertFiles, replacing each file's earlier chunks", async () => {
+      await put(backend, "memory/a.md", "Heron old note.\n");
+      const files = [
+        ["memory/a.md", "Heron new note.\n"],
+        ["memory/b.md", "Heron second note.\n"],
+        ["MEMORY.md", "Heron in long-term memory.\n"],
+      ] as const;
+      await backend.upsertFiles(
+        files.map(([path, markdown]) => ({
+          file: fileFor(path, markdown),
+          chunks: indexChunks(path, markdown),
+        })),
+      );
+      const texts = (await backend.search({ terms: ["heron"], limit: 10 })).map((hit) => hit.chunk.text);
+      expect(texts.sort()).toEqual(["Heron in long-term memory.", "Heron new note.", "Heron second note."]);
+      expect((await backend.listFiles()).map((file) => file.path)).toEqual([
+        "MEMORY.md",
+        "memory/a.md",
+        "memory/b.md",
+      ]);
+      expect(await backend.stats()).toMatchObject({ files: 3, chunks: 3 });
     });
 
     it("deletes a file with its chunks, leaving other files alone", async () => {

@@ -102,6 +102,52 @@ describe("createMemoryIndexer sync", () => {
     expect(await indexer.sync()).toMatchObject({ filesIndexed: 1, filesUnchanged: 9, filesRemoved: 1 });
   });
 
+  it("writes a sync's changed files in batches: one backend call for many small files", async () => {
+    const days = Array.from(
+      { length: 30 },
+      (_, index) => `memory/2025-04-${String(index + 1).padStart(2, "0")}.md`,
+    );
+    for (const [index, day] of days.entries()) await write(day, `Day ${index}: walked dog${index}.\n`);
+    const batches: string[][] = [];
+    const counting: MemoryIndexBackend = {
+      ...backend,
+      upsertFiles: (files) => {
+        batches.push(files.map((entry) => entry.file.path));
+        return backend.upsertFiles(files);
+      },
+    };
+    indexer = createMemoryIndexer({ workspace, backend: counting });
+    expect(await indexer.sync()).toMatchObject({ filesIndexed: 30, chunksIndexed: 30 });
+    expect(batches).toEqual([days]);
+    const { results } = await createMemorySearch({ backend }).search("dog17");
+    expect(results.map((result) => result.path)).toEqual([days[17]]);
+  });
+
+  it("skips only the file a batch failed on, writing the others of its batch", async () => {
+    for (const name of ["a", "b", "bad", "c"])
+      await write(`memory/${name}.md`, `Note ${name}: heron${name}.\n`);
+    const failing: MemoryIndexBackend = {
+      ...backend,
+      upsertFiles: async (files) => {
+        if (files.some((entry) => entry.file.path === "memory/bad.md")) throw new Error("disk said no");
+        return backend.upsertFiles(files);
+      },
+    };
+    const logger = createRecordingLogger();
+    indexer = createMemoryIndexer({ workspace, backend: failing, logger });
+    expect(await indexer.sync()).toMatchObject({ filesScanned: 4, filesIndexed: 3 });
+    expect((await backend.listFiles()).map((file) => file.path)).toEqual([
+      "memory/a.md",
+      "memory/b.md",
+      "memory/c.md",
+    ]);
+    expect(
+      logger.entries
+        .filter((entry) => entry.message === "cannot index memory file; skipped")
+        .map((entry) => entry.fields.path),
+    ).toEqual(["memory/bad.md"]);
+  });
+
   it("skips unchanged files on the next sync and removes files deleted meanwhile", async () => {
     await write("MEMORY.md", "Prefers tea.\n");
     await write("memory/a.md", "Alpha.\n");

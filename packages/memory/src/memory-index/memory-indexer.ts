@@ -11,10 +11,11 @@ import {
   isEmbeddingGate,
 } from "./embedding-gate.js";
 import { searchableText } from "./hybrid-score.js";
-import { listMemoryFiles, memorySource } from "./memory-files.js";
+import { listMemoryFiles } from "../memory-files/index.js";
+import { memorySource } from "./memory-source.js";
 import { type MemoryWatcher, watchMemoryFiles } from "./memory-watcher.js";
 import { analyzeText } from "./text-analysis.js";
-import type { IndexChunk, MemoryIndexBackend } from "./types.js";
+import type { FileUpsert, IndexChunk, MemoryIndexBackend } from "./types.js";
 
 /** Options of {@link createMemoryIndexer}. */
 export interface MemoryIndexerOptions {
@@ -111,12 +112,30 @@ type FileChange =
 /** Files a sync reads ahead of the one it indexes, so the disk works while the chunker does. */
 const READ_AHEAD = 4;
 
+/**
+ * Chunks written in one backend call (one SQLite transaction). Larger batches commit less often, which is
+ * most of the backend's cost; this bounds what a sync holds in memory and how long a search waits on a write.
+ */
+const UPSERT_BATCH_CHUNKS = 500;
+
+/** A changed file chunked and analysed, waiting in a batch for the backend. */
+interface PreparedUpsert {
+  readonly relative: string;
+  readonly upsert: FileUpsert;
+  readonly fromCache: number;
+}
+
 /** A promise that never rejects, so a read started ahead cannot become an unhandled rejection. */
 function settle<T>(promise: Promise<T>): Promise<{ value: T } | { error: unknown }> {
   return promise.then(
     (value) => ({ value }),
     (error: unknown) => ({ error }),
   );
+}
+
+/** The result of a file written to the index. */
+function indexed(prepared: PreparedUpsert): FileResult {
+  return { outcome: "indexed", chunks: prepared.upsert.chunks.length, fromCache: prepared.fromCache };
 }
 
 /** Creates the indexer; nothing happens until `sync()` or `watch()`. */
@@ -189,14 +208,11 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
     return { kind: "changed", stats, bytes, hash };
   }
 
-  /** Brings one file's index entry in line with what {@link readChange} read. */
-  async function applyChange(relative: string, change: FileChange): Promise<FileResult> {
-    if (change.kind === "absent" || change.kind === "unchanged")
-      return { outcome: change.kind, chunks: 0, fromCache: 0 };
-    if (change.kind === "removed") {
-      await backend.deleteFile(relative);
-      return { outcome: "removed", chunks: 0, fromCache: 0 };
-    }
+  /** Chunks and analyses a changed file (the CPU half of indexing), with any vectors the cache holds. */
+  async function prepareUpsert(
+    relative: string,
+    change: Extract<FileChange, { kind: "changed" }>,
+  ): Promise<PreparedUpsert> {
     const { stats, bytes, hash } = change;
     const chunks: IndexChunk[] = chunkMarkdown(relative, bytes.toString("utf8"), options.chunking).map(
       (chunk) => ({
@@ -212,14 +228,84 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
       size: stats.size,
       source: memorySource(relative),
     };
-    await backend.upsertFile(file, chunks, cached);
     const fromCache = cached?.vectors.filter((vector) => vector !== undefined).length ?? 0;
-    return { outcome: "indexed", chunks: chunks.length, fromCache };
+    return {
+      relative,
+      upsert: { file, chunks, ...(cached === undefined ? {} : { embeddings: cached }) },
+      fromCache,
+    };
   }
 
-  /** Brings one file's index entry in line with the disk; returns what it did and the chunk counts. */
-  async function indexFile(relative: string, trustStat: boolean): Promise<FileResult> {
-    return applyChange(relative, await readChange(relative, trustStat));
+  /**
+   * Indexes `paths` in order, reading {@link READ_AHEAD} files ahead and writing changed files in batches of
+   * about {@link UPSERT_BATCH_CHUNKS} chunks. `onDone` hears each file once its change is in the index
+   * (`undefined`: skipped). Errors of the backend (Almanac errors) stop the run; a file that cannot be read
+   * or written is skipped with a warning when `skipFailures`, and stops the run otherwise.
+   */
+  async function indexPaths(
+    paths: readonly string[],
+    trustStat: boolean,
+    skipFailures: boolean,
+    onDone: (relative: string, result: FileResult | undefined) => void,
+  ): Promise<void> {
+    const skip = (relative: string, error: unknown): void => {
+      if (isAlmanacError(error) || !skipFailures) throw error;
+      logger.warn({ path: relative, error: describeError(error) }, "cannot index memory file; skipped");
+      onDone(relative, undefined);
+    };
+    let batch: PreparedUpsert[] = [];
+    let batchChunks = 0;
+    const flush = async (): Promise<void> => {
+      const written = batch;
+      batch = [];
+      batchChunks = 0;
+      if (written.length === 0) return;
+      try {
+        await backend.upsertFiles(written.map((prepared) => prepared.upsert));
+      } catch (error) {
+        if (isAlmanacError(error) || written.length === 1) {
+          skip(written[0]!.relative, error);
+          return;
+        }
+        // Find the file the batch failed on: write them one by one, skipping only that one.
+        for (const prepared of written) {
+          try {
+            await backend.upsertFiles([prepared.upsert]);
+          } catch (fileError) {
+            skip(prepared.relative, fileError);
+            continue;
+          }
+          onDone(prepared.relative, indexed(prepared));
+        }
+        return;
+      }
+      for (const prepared of written) onDone(prepared.relative, indexed(prepared));
+    };
+    const reads = paths.slice(0, READ_AHEAD).map((relative) => settle(readChange(relative, trustStat)));
+    for (const [index, relative] of paths.entries()) {
+      const read = reads.shift()!; // not kept: the queue holds READ_AHEAD files' bytes at most
+      const ahead = paths[index + READ_AHEAD];
+      if (ahead !== undefined) reads.push(settle(readChange(ahead, trustStat)));
+      try {
+        const change = await read;
+        if ("error" in change) throw change.error;
+        const { value } = change;
+        if (value.kind === "absent" || value.kind === "unchanged") {
+          onDone(relative, { outcome: value.kind, chunks: 0, fromCache: 0 });
+        } else if (value.kind === "removed") {
+          await backend.deleteFile(relative);
+          onDone(relative, { outcome: "removed", chunks: 0, fromCache: 0 });
+        } else {
+          const prepared = await prepareUpsert(relative, value);
+          batch.push(prepared);
+          batchChunks += prepared.upsert.chunks.length;
+        }
+      } catch (error) {
+        skip(relative, error);
+      }
+      if (batchChunks >= UPSERT_BATCH_CHUNKS) await flush();
+    }
+    await flush();
   }
 
   /** One catch-up pass; logs a vector-size problem once instead of on every pass. */
@@ -265,30 +351,19 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
     let chunksIndexed = 0;
     let chunksFromCache = 0;
     let lastLog = clock();
-    const reads = files.slice(0, READ_AHEAD).map((relative) => settle(readChange(relative, true)));
-    for (const [index, relative] of files.entries()) {
-      const read = reads.shift()!; // not kept: the queue holds READ_AHEAD files' bytes at most
-      const ahead = files[index + READ_AHEAD];
-      if (ahead !== undefined) reads.push(settle(readChange(ahead, true)));
-      try {
-        const change = await read;
-        if ("error" in change) throw change.error;
-        const result = await applyChange(relative, change.value);
-        if (result.outcome === "indexed") filesIndexed += 1;
-        if (result.outcome === "removed") filesRemoved += 1;
-        chunksIndexed += result.chunks;
-        chunksFromCache += result.fromCache;
-      } catch (error) {
-        // Backend failures stop the sync; a file that cannot be read is skipped.
-        if (isAlmanacError(error)) throw error;
-        logger.warn({ path: relative, error: describeError(error) }, "cannot index memory file; skipped");
-      }
-      syncOptions.onProgress?.({ phase: "index", done: index + 1, total: files.length });
+    let done = 0;
+    await indexPaths(files, true, true, (_relative, result) => {
+      if (result?.outcome === "indexed") filesIndexed += 1;
+      if (result?.outcome === "removed") filesRemoved += 1;
+      chunksIndexed += result?.chunks ?? 0;
+      chunksFromCache += result?.fromCache ?? 0;
+      done += 1;
+      syncOptions.onProgress?.({ phase: "index", done, total: files.length });
       if (clock() - lastLog >= progressIntervalMs) {
         lastLog = clock();
-        logger.info({ done: index + 1, total: files.length, chunksIndexed }, "memory sync progress");
+        logger.info({ done, total: files.length, chunksIndexed }, "memory sync progress");
       }
-    }
+    });
     let chunksEmbedded = 0;
     if (fullCatchUp) {
       const { chunks, embeddedChunks } = await backend.stats();
@@ -336,13 +411,12 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
         await syncAll({}, false);
         return;
       }
-      for (const relative of paths) {
-        const result = await indexFile(relative, false);
+      await indexPaths([...paths], false, false, (relative, result) => {
         logger.debug(
-          { path: relative, outcome: result.outcome, chunks: result.chunks },
+          { path: relative, outcome: result?.outcome, chunks: result?.chunks },
           "memory file updated",
         );
-      }
+      });
       scheduleCatchUp();
     }).catch((error: unknown) => {
       needsFullSync = true;

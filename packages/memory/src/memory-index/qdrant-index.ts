@@ -176,6 +176,11 @@ export function createQdrantIndex(options: QdrantIndexOptions): MemoryIndexBacke
       });
     },
 
+    async upsertFiles(files) {
+      // One file at a time: Qdrant has no transaction across files, and each file's upsert keeps it whole.
+      for (const { file, chunks, embeddings } of files) await backend.upsertFile(file, chunks, embeddings);
+    },
+
     async deleteFile(path) {
       await ensureReady();
       await call("delete", () => client.delete(collection, { wait: true, filter: { must: [pathIs(path)] } }));

@@ -151,6 +151,7 @@ export function createSelfRepairingIndex(options: SelfRepairingIndexOptions): Me
     },
     upsertFile: (file, chunks, embeddings) =>
       guarded((backend) => backend.upsertFile(file, chunks, embeddings)),
+    upsertFiles: (files) => guarded((backend) => backend.upsertFiles(files)),
     deleteFile: (file) => guarded((backend) => backend.deleteFile(file)),
     fileState: (file) => guarded((backend) => backend.fileState(file)),
     listFiles: () => guarded((backend) => backend.listFiles()),

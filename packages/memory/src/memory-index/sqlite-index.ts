@@ -25,6 +25,7 @@ import type {
   BackendStats,
   ChunkEmbeddings,
   ChunkVector,
+  FileUpsert,
   IndexChunk,
   IndexedFile,
   MemoryIndexBackend,
@@ -209,35 +210,40 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
     ).run(excess);
   };
 
-  const upsert = db.transaction(
-    (file: IndexedFile, chunks: readonly IndexChunk[], embeddings?: ChunkEmbeddings) => {
-      removeChunksOfPath(file.path);
-      statements.upsertFile.run(file);
-      chunks.forEach((chunk, index) => {
-        const vector = embeddings?.vectors[index];
-        const { lastInsertRowid } = statements.insertChunk.run(
-          chunk.id,
-          chunk.path,
-          chunk.startLine,
-          chunk.endLine,
-          chunk.headings.join(headingSeparator),
-          chunk.text,
-          chunk.hash,
-          file.source,
-          file.mtimeMs,
-          0,
-        );
-        const rowid = Number(lastInsertRowid);
-        statements.insertFts.run(rowid, chunk.terms.join(" "));
-        if (vector !== undefined && embeddings !== undefined)
-          storeVector(rowid, embeddings.model, chunk.hash, vector);
-      });
-      if (embeddings?.vectors.some((vector) => vector !== undefined))
-        writeMeta(db, "vector_model", embeddings.model);
-      forgetCounts();
-      pruneCache();
-    },
-  );
+  /** Replaces one file's chunks; runs inside {@link upsertBatch}'s transaction. */
+  const replaceFile = (file: IndexedFile, chunks: readonly IndexChunk[], embeddings?: ChunkEmbeddings) => {
+    removeChunksOfPath(file.path);
+    statements.upsertFile.run(file);
+    chunks.forEach((chunk, index) => {
+      const vector = embeddings?.vectors[index];
+      const { lastInsertRowid } = statements.insertChunk.run(
+        chunk.id,
+        chunk.path,
+        chunk.startLine,
+        chunk.endLine,
+        chunk.headings.join(headingSeparator),
+        chunk.text,
+        chunk.hash,
+        file.source,
+        file.mtimeMs,
+        0,
+      );
+      const rowid = Number(lastInsertRowid);
+      statements.insertFts.run(rowid, chunk.terms.join(" "));
+      if (vector !== undefined && embeddings !== undefined)
+        storeVector(rowid, embeddings.model, chunk.hash, vector);
+    });
+    if (embeddings?.vectors.some((vector) => vector !== undefined))
+      writeMeta(db, "vector_model", embeddings.model);
+  };
+
+  // One transaction for a whole batch: each commit makes FTS5 flush a new index segment, which costs more
+  // than the inserts (2,000 chunks: ~490 ms at 5 chunks a transaction, ~220 ms in one).
+  const upsertBatch = db.transaction((files: readonly FileUpsert[]) => {
+    for (const { file, chunks, embeddings } of files) replaceFile(file, chunks, embeddings);
+    forgetCounts();
+    pruneCache();
+  });
 
   const removeFile = db.transaction((filePath: string) => {
     removeChunksOfPath(filePath);
@@ -263,16 +269,23 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
     return byId;
   };
 
+  const upsertFiles = async (files: readonly FileUpsert[]): Promise<void> => {
+    const sizes = new Set(
+      files.flatMap(({ embeddings }) =>
+        (embeddings?.vectors ?? []).flatMap((vector) => (vector === undefined ? [] : [vector.length])),
+      ),
+    );
+    for (const size of sizes) ensureDimensions(size);
+    upsertBatch(files);
+  };
+
   return {
     kind: "sqlite",
 
-    async upsertFile(file, chunks, embeddings) {
-      const sizes = new Set(
-        embeddings?.vectors.flatMap((vector) => (vector === undefined ? [] : [vector.length])),
-      );
-      for (const size of sizes) ensureDimensions(size);
-      upsert(file, chunks, embeddings);
-    },
+    upsertFile: (file, chunks, embeddings) =>
+      upsertFiles([{ file, chunks, ...(embeddings === undefined ? {} : { embeddings }) }]),
+
+    upsertFiles,
 
     async deleteFile(filePath) {
       removeFile(filePath);

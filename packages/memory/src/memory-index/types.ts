@@ -63,6 +63,13 @@ export interface ChunkEmbeddings {
   readonly vectors: readonly (readonly number[] | undefined)[];
 }
 
+/** One file's replacement in {@link MemoryIndexBackend.upsertFiles}: what `upsertFile` takes. */
+export interface FileUpsert {
+  readonly file: IndexedFile;
+  readonly chunks: readonly IndexChunk[];
+  readonly embeddings?: ChunkEmbeddings;
+}
+
 /** A vector for one stored chunk, from a background catch-up. */
 export interface ChunkVector {
   readonly chunkId: string;
@@ -133,6 +140,11 @@ export interface MemoryIndexBackend {
   readonly kind: string;
   /** Replaces every chunk of `file.path` with `chunks`; vectors are stored (and cached) where given. */
   upsertFile(file: IndexedFile, chunks: readonly IndexChunk[], embeddings?: ChunkEmbeddings): Promise<void>;
+  /**
+   * {@link upsertFile} for several files at once (a sync's batch). Each file stays atomic; a backend may
+   * also commit the batch as one (SQLite: one transaction, which is most of the speed of a full sync).
+   */
+  upsertFiles(files: readonly FileUpsert[]): Promise<void>;
   /** Removes a file and its chunks; unknown paths are a no-op. */
   deleteFile(path: string): Promise<void>;
   /** What the index holds about a file, or undefined. */
