@@ -3,6 +3,7 @@ import swagger from "@fastify/swagger";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger as PinoLogger } from "pino";
 import type { AlmanacConfig } from "./config/config-schema.js";
+import { createEventBus, type EventBus } from "./events/event-bus.js";
 import { installBearerAuth, PUBLIC_ROUTE, type RouteEntry } from "./http/auth.js";
 import {
   createHttpErrorHandler,
@@ -15,6 +16,7 @@ import type { ServerMetrics } from "./metrics.js";
 import { registerAdminRoutes, type ServerInfo } from "./routes/admin-routes.js";
 import { registerConsole } from "./routes/console.js";
 import { registerIndexRoutes } from "./routes/index-routes.js";
+import { registerLiveRoutes } from "./routes/live-routes.js";
 import { registerMemoryRoutes } from "./routes/memory-routes.js";
 import { registerOpenAIRoutes } from "./routes/openai-routes.js";
 import { registerWebhookRoutes } from "./routes/webhook-routes.js";
@@ -38,6 +40,8 @@ export interface AppDependencies {
   readonly isShuttingDown: () => boolean;
   /** The data directory's storage state: a full disk answers 507 `storage.full` and turns `/readyz` red. */
   readonly storage?: StorageHealth;
+  /** The bus the services publish live changes to (`GET /api/events`); a private, silent one when absent. */
+  readonly events?: EventBus;
 }
 
 declare module "fastify" {
@@ -182,5 +186,15 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await registerWebhookRoutes(app, deps.webhooks ?? {});
   await registerIndexRoutes(app, deps.memory);
   await registerConsole(app, { sessions: deps.sessions });
+  const queue = deps.memory.queue;
+  registerLiveRoutes(app, {
+    bus: deps.events ?? createEventBus(),
+    sessions: deps.sessions,
+    sources: {
+      ...(queue ? { queue: () => queue.stats() } : {}),
+      index: () => deps.memory.indexStatus(),
+      channels: deps.channels,
+    },
+  });
   return app;
 }

@@ -12,6 +12,7 @@ import { createChannelHub } from "./channels/channel-hub.js";
 import { createDedupStore } from "./channels/dedup-store.js";
 import type { AlmanacConfig } from "./config/config-schema.js";
 import { loadConfig, missingModelSettings, redactConfig, secretValues } from "./config/load-config.js";
+import { createEventBus } from "./events/event-bus.js";
 import { acquireHomeLock } from "./home-lock.js";
 import { ensureAdminToken } from "./http/admin-token.js";
 import { createLogger } from "./logger.js";
@@ -81,6 +82,10 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     logger,
   });
   let sessions: SessionManager | undefined;
+  // Changes for the live console (`GET /api/events`); publishing costs nothing while no console listens.
+  const events = createEventBus({
+    onListenerError: (error) => logger.warn({ err: error }, "a live event listener failed"),
+  });
   const metrics = createMetrics({
     queueDepth: () => scheduler.stats().queued,
     runningTurns: () => scheduler.stats().running,
@@ -142,9 +147,16 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
       basePrompt,
       journal: (sessionKey, reason, messages, summary) =>
         memory.enqueue(sessionKey, reason, messages, summary),
-      onCompaction: (event) => {
+      onCompaction: (event, sessionKey) => {
         if (event.type === "compaction-end" && event.outcome !== "failed" && event.outcome !== "unchanged") {
           metrics.compactions.inc({ trigger: event.reason });
+          events.publish({
+            type: "session-compacted",
+            sessionKey,
+            reason: event.reason,
+            tokensBefore: event.tokensBefore,
+            tokensAfter: event.tokensAfter,
+          });
         }
       },
       logger,
@@ -170,6 +182,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
       contextWindow: config.model.contextWindow,
     },
     logger,
+    events,
     lifecycle: {
       // The memory guide and excerpt of the session's scope: a shared chat never sees the owner's files.
       sessionContext: async (key) => {
@@ -232,6 +245,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     channels: () => hub.statuses(),
     isShuttingDown: () => shuttingDown,
     storage,
+    events,
   });
   try {
     await app.listen({ host: config.server.host, port: config.server.port });

@@ -1,4 +1,4 @@
-import { validateHeaderName, validateHeaderValue } from "node:http";
+import { type ServerResponse, validateHeaderName, validateHeaderValue } from "node:http";
 import { UserError } from "@almanac/core";
 import type { FastifyReply } from "fastify";
 
@@ -70,4 +70,82 @@ export function abortWhenClientLeaves(reply: FastifyReply): AbortSignal {
       );
   });
   return controller.signal;
+}
+
+/** Options of {@link openEventStream}. */
+export interface EventStreamOptions {
+  /** A comment line this often keeps proxies and load balancers from closing an idle stream. */
+  readonly heartbeatMs: number;
+  /**
+   * Bytes the socket may hold unsent before the client counts as too slow: the stream then ends with a
+   * `close` event (`reason: "slow-client"`) instead of growing the server's memory. The client reconnects
+   * and starts again from a fresh snapshot.
+   */
+  readonly maxBufferedBytes: number;
+}
+
+/** Why a long-lived event stream ended, as its final `close` event says. */
+export type EventStreamCloseReason = "slow-client" | "server-shutdown" | "error";
+
+/** A long-lived server-sent-events response (`event:`, `id:` and `data:` lines). */
+export interface EventStream {
+  /** Writes one named event with JSON data; ignored once the stream is closed. */
+  send(event: string, data: unknown, id?: number): void;
+  /** Ends the stream with a final `close` event giving the reason. */
+  close(reason: EventStreamCloseReason): void;
+  readonly closed: boolean;
+  /** Runs once when the stream ends, whoever ended it (the client leaving included). */
+  onClose(callback: () => void): void;
+}
+
+/** Takes over `response` (its headers go out at once) as an {@link EventStream} with heartbeats. */
+export function openEventStream(response: ServerResponse, options: EventStreamOptions): EventStream {
+  response.writeHead(200, {
+    "content-type": "text/event-stream; charset=utf-8",
+    "cache-control": "no-cache, no-transform",
+    connection: "keep-alive",
+    // nginx buffers proxied responses unless told not to.
+    "x-accel-buffering": "no",
+  });
+  let closed = false;
+  const callbacks: Array<() => void> = [];
+  const finish = () => {
+    if (closed) return;
+    closed = true;
+    clearInterval(heartbeat);
+    for (const callback of callbacks.splice(0)) callback();
+  };
+  response.on("close", finish);
+  const write = (frame: string) => {
+    if (closed) return;
+    if (response.writableLength > options.maxBufferedBytes) {
+      stream.close("slow-client");
+      return;
+    }
+    response.write(frame);
+  };
+  const heartbeat = setInterval(() => write(": heartbeat\n\n"), options.heartbeatMs);
+  heartbeat.unref();
+  const stream: EventStream = {
+    send(event, data, id) {
+      write(`${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    },
+    close(reason) {
+      if (closed) return;
+      response.end(`event: close\ndata: ${JSON.stringify({ type: "close", reason })}\n\n`);
+      finish();
+      // A client that reads nothing would keep the socket (and its buffer) forever: cut it after a grace period.
+      if (reason === "slow-client") setTimeout(() => response.destroy(), 5_000).unref();
+    },
+    get closed() {
+      return closed;
+    },
+    onClose(callback) {
+      if (closed) callback();
+      else callbacks.push(callback);
+    },
+  };
+  // Flushes the headers now: a client waits for them before it sees the stream as open.
+  response.write(": connected\n\n");
+  return stream;
 }

@@ -16,6 +16,8 @@ const consoleChatBody = z.object({
 export type ConsoleChatEvent =
   | { readonly type: "delta"; readonly text: string }
   | { readonly type: "done"; readonly text: string; readonly sessionKey: string }
+  /** The reply was stopped (`POST /api/sessions/{key}/stop`): `text` is the partial reply as kept, marked `[stopped]`. */
+  | { readonly type: "stopped"; readonly text: string; readonly sessionKey: string }
   | { readonly type: "error"; readonly message: string; readonly code: string };
 
 /** The session key of a console conversation: the console is its own channel, `web`. */
@@ -25,7 +27,7 @@ export function consoleSessionKey(conversation: string): string {
 
 /**
  * `POST /api/console/chat`: one turn for the web console, answered as server-sent events
- * (`delta`… then `done` or `error`). Errors before the first event are ordinary JSON errors with a status.
+ * (`delta`… then `done`, `stopped` or `error`). Errors before the first event are ordinary JSON errors with a status.
  */
 export function registerConsoleChat(app: FastifyInstance, sessions: SessionManager): void {
   app.post(
@@ -33,7 +35,7 @@ export function registerConsoleChat(app: FastifyInstance, sessions: SessionManag
     {
       schema: {
         tags: ["console"],
-        summary: "Chat from the web console (server-sent events: delta, done, error)",
+        summary: "Chat from the web console (server-sent events: delta, then done, stopped or error)",
       },
     },
     async (request, reply) => {
@@ -68,7 +70,7 @@ export function registerConsoleChat(app: FastifyInstance, sessions: SessionManag
           signal,
           onTextDelta: (text) => send({ type: "delta", text }),
         });
-        send({ type: "done", text: result.text, sessionKey });
+        send({ type: result.stopped === true ? "stopped" : "done", text: result.text, sessionKey });
         stream.end();
       } catch (error) {
         if (!stream.started) throw error;

@@ -5,7 +5,15 @@ import {
   type Toolkit,
   type WorkingMemory,
 } from "@almanac/agent";
-import type { ChatModel, Logger, Message, TokenCounter, ToolSpec, Usage } from "@almanac/core";
+import {
+  type ChatModel,
+  createMessage,
+  type Logger,
+  type Message,
+  type TokenCounter,
+  type ToolSpec,
+  type Usage,
+} from "@almanac/core";
 import {
   type CompactionEvent,
   createCompactor,
@@ -20,6 +28,11 @@ import type { AlmanacConfig } from "../config/config-schema.js";
 export interface TurnRun {
   readonly memory: WorkingMemory;
   readonly signal?: AbortSignal;
+  /**
+   * Part of `signal` that means "stop this reply" (the admin's Stop): when it fired, the turn ends normally
+   * with the partial reply kept (see {@link stoppedReply}) instead of failing.
+   */
+  readonly stopSignal?: AbortSignal;
   readonly stream?: boolean;
   readonly onTextDelta?: (text: string) => void;
   /** Writes new messages to the transcript; runs before every reasoning step, ahead of compaction. */
@@ -39,6 +52,26 @@ export interface TurnOutcome {
   readonly usage: readonly Usage[];
   /** One-line notices for the user (e.g. "Context compacted: …"), when configured. */
   readonly notices: readonly string[];
+  /** True when the stop signal ended the turn: `reply` is then the partial reply with its mark. */
+  readonly stopped?: boolean;
+}
+
+/** The mark (on the message, and at the end of its text) of a reply cut short by a stop request. */
+export const STOPPED_MARK = "stopped";
+
+/**
+ * The assistant message that ends a stopped turn: the text the model had streamed in the step that was cut
+ * (earlier steps are in memory already), followed by `[stopped]`, so the model, the transcript and every
+ * reader see that the answer was interrupted. Tool calls of that step were never appended, so no pair is split.
+ */
+export function stoppedReply(partialText: string, timestamp: number): Message {
+  const text = partialText.trimEnd();
+  return createMessage({
+    role: "assistant",
+    timestamp,
+    content: text === "" ? "[stopped]" : `${text}\n\n[stopped]`,
+    marks: [STOPPED_MARK],
+  });
 }
 
 /** What the agent side of a session is made from, once, when the session is loaded. */
@@ -98,7 +131,8 @@ export interface AgentRuntimeOptions {
     messages: readonly Message[],
     summary: string,
   ) => Promise<void>;
-  readonly onCompaction?: (event: CompactionEvent) => void;
+  /** Every compaction event, with the session it belongs to. */
+  readonly onCompaction?: (event: CompactionEvent, sessionKey: string) => void;
   readonly logger: Logger;
 }
 
@@ -148,7 +182,7 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
       onEvent: (event) => {
         if (event.type === "compaction-end" && event.outcome !== "failed" && event.notice)
           notices.push(event.notice);
-        options.onCompaction?.(event);
+        options.onCompaction?.(event, sessionKey);
       },
       logger: logger.child({ sessionKey }), // the compactor binds component "compaction" itself
     });
@@ -175,24 +209,40 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
           maxIterations: config.agent.maxIterations,
           logger: logger.child({ sessionKey }),
         });
-        const result = await runWithOverflowRecovery(
-          () =>
-            agent.run({
-              memory: turn.memory,
-              ...(turn.signal ? { signal: turn.signal } : {}),
-              ...(turn.stream ? { stream: true } : {}),
-              onEvent: (event) => {
-                if (event.type === "text-delta") turn.onTextDelta?.(event.text);
-              },
-            }),
-          () =>
-            compactor.compact(turn.memory, {
-              systemPrompt,
-              tools,
-              reason: "overflow",
-              ...(turn.signal ? { signal: turn.signal } : {}),
-            }),
-        );
+        // The text of the reasoning step in progress: what a stop keeps (finished steps are in memory).
+        let stepText = "";
+        let result: Awaited<ReturnType<Agent["run"]>>;
+        try {
+          result = await runWithOverflowRecovery(
+            () =>
+              agent.run({
+                memory: turn.memory,
+                ...(turn.signal ? { signal: turn.signal } : {}),
+                ...(turn.stream ? { stream: true } : {}),
+                onEvent: (event) => {
+                  if (event.type === "reasoning-start" || event.type === "reasoning-end") stepText = "";
+                  if (event.type !== "text-delta") return;
+                  stepText += event.text;
+                  turn.onTextDelta?.(event.text);
+                },
+              }),
+            () =>
+              compactor.compact(turn.memory, {
+                systemPrompt,
+                tools,
+                reason: "overflow",
+                ...(turn.signal ? { signal: turn.signal } : {}),
+              }),
+          );
+        } catch (error) {
+          if (!turn.stopSignal?.aborted) throw error;
+          // Stopped: whatever was cut (model call, tool, compaction), the agent left memory valid; the partial
+          // reply closes the turn like an answer would.
+          const reply = stoppedReply(stepText, Date.now());
+          turn.memory.append(reply);
+          logger.info({ sessionKey, partialChars: stepText.length }, "reply stopped on request");
+          return { reply, usage: [], notices: [], stopped: true };
+        }
         // The last step's usage reaches no later check in this turn: learn the provider ratio from it now.
         compactor.observe(turn.memory, result.usage.at(-1));
         return { reply: result.reply, usage: result.usage, notices };

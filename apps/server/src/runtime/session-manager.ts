@@ -11,6 +11,7 @@ import {
   UserError,
 } from "@almanac/core";
 import { compactionCounters } from "@almanac/memory";
+import type { EventBus, RunningTurn, SessionFigures } from "../events/event-bus.js";
 import type { SessionSnapshot, SessionStats } from "../sessions/session-snapshot.js";
 import type { SessionSummary } from "../sessions/session-store.js";
 import { transcriptFacts } from "../sessions/transcript-facts.js";
@@ -24,13 +25,20 @@ import {
 } from "./session-recovery.js";
 import { historyReport, statusReport } from "./session-reports.js";
 import { createSessionRuntime, type SessionRuntime } from "./session-runtime.js";
-import type { SessionDetail, SessionManagerOptions, TurnRequest, TurnResult } from "./session-types.js";
+import type {
+  SessionDetail,
+  SessionManagerOptions,
+  TurnOutcomeLabel,
+  TurnRequest,
+  TurnResult,
+} from "./session-types.js";
 
 export type {
   SessionDetail,
   SessionLifecycle,
   SessionManagerOptions,
   TurnObserver,
+  TurnOutcomeLabel,
   TurnRequest,
   TurnResult,
 } from "./session-types.js";
@@ -47,6 +55,13 @@ interface LoadedSession {
   untranscribed?: ReadonlySet<string>;
   /** What the last snapshot holds, to tell whether a turn only appended messages (see {@link CHECKPOINT_TURNS}). */
   checkpoint?: Checkpoint;
+}
+
+/** A turn running in its lane: what the live console shows, and how a stop request reaches it. */
+interface ActiveTurn {
+  readonly turn: RunningTurn;
+  /** Aborted by {@link SessionManager.stop}; only replies listen to it. */
+  readonly stop: AbortController;
 }
 
 /** The state a snapshot was written from. */
@@ -93,12 +108,16 @@ export class SessionManager {
   readonly #clock: () => number;
   readonly #sessions = new Map<string, LoadedSession>();
   readonly #loading = new Map<string, Promise<LoadedSession>>();
+  /** The turn running in each session's lane (one at most per session). */
+  readonly #running = new Map<string, ActiveTurn>();
+  readonly #events: EventBus | undefined;
   #sweeper: NodeJS.Timeout | undefined;
 
   constructor(options: SessionManagerOptions) {
     this.#options = options;
     this.#logger = options.logger ?? silentLogger;
     this.#clock = options.clock ?? Date.now;
+    this.#events = options.events;
     const every = Math.max(1_000, Math.min(60_000, Math.floor(options.limits.idleUnloadMs / 2)));
     this.#sweeper = setInterval(() => this.unloadIdle(), every);
     this.#sweeper.unref();
@@ -112,6 +131,30 @@ export class SessionManager {
   /** Prompt tokens of every loaded session's next request (the meter `/status` shows), for the metrics. */
   loadedContextTokens(): number[] {
     return [...this.#sessions.values()].map((session) => this.#contextTokens(session));
+  }
+
+  /** Keys of the sessions held in memory right now. */
+  loadedKeys(): string[] {
+    return [...this.#sessions.keys()];
+  }
+
+  /** The turns running right now (one per session at most), oldest first. */
+  runningTurns(): RunningTurn[] {
+    return [...this.#running.values()].map((active) => active.turn);
+  }
+
+  /**
+   * Cancels the reply the session is generating (the model request included, through the turn's signal). The
+   * turn then ends normally with the partial reply kept and marked (see `stoppedReply`). Messages queued
+   * behind it still run. Returns false when no reply was running (a running command is not stopped).
+   */
+  stop(key: string): boolean {
+    parseSessionKey(key);
+    const active = this.#running.get(key);
+    if (active === undefined || active.turn.kind !== "reply" || active.stop.signal.aborted) return false;
+    active.stop.abort(new UserError("turn.stopped", "The reply was stopped on request."));
+    this.#logger.info({ sessionKey: key }, "stop requested for the running reply");
+    return true;
   }
 
   /** Handles one inbound message: a command, or a turn of the agent. */
@@ -132,17 +175,25 @@ export class SessionManager {
       );
     }
     const started = this.#clock();
-    let outcome: "ok" | "error" | "command" = command ? "command" : "ok";
+    let outcome: TurnOutcomeLabel = command ? "command" : "ok";
     try {
-      return await this.#options.scheduler.run(inbound.sessionKey, async (laneSignal) => {
+      const result = await this.#options.scheduler.run(inbound.sessionKey, async (laneSignal) => {
         const session = await this.#acquire(inbound.sessionKey, inbound.channel);
+        const active = this.#begin(session.key, inbound.channel, command ? "command" : "reply");
+        let turnResult: TurnResult | undefined;
         try {
-          if (command !== undefined) return await this.#runCommand(session, command);
-          return await this.#runTurn(session, request, laneSignal);
+          turnResult =
+            command !== undefined
+              ? await this.#runCommand(session, command)
+              : await this.#runTurn(session, request, laneSignal, active.stop.signal);
+          return turnResult;
         } finally {
           session.lastUsed = this.#clock();
+          this.#end(session, active, turnResult);
         }
       });
+      if (result.stopped === true) outcome = "stopped";
+      return result;
     } catch (error) {
       outcome = "error";
       throw error;
@@ -151,7 +202,55 @@ export class SessionManager {
     }
   }
 
-  async #runTurn(session: LoadedSession, request: TurnRequest, laneSignal: AbortSignal): Promise<TurnResult> {
+  /** Records the turn as running (for the live console and {@link stop}) and says so. */
+  #begin(sessionKey: string, channel: string, kind: RunningTurn["kind"]): ActiveTurn {
+    const active: ActiveTurn = {
+      turn: { sessionKey, channel, kind, startedAt: this.#clock() },
+      stop: new AbortController(),
+    };
+    this.#running.set(sessionKey, active);
+    this.#events?.publish({ type: "turn-started", ...active.turn });
+    return active;
+  }
+
+  /** Forgets the running turn and publishes how it ended (with the session's numbers, while someone listens). */
+  #end(session: LoadedSession, active: ActiveTurn, result: TurnResult | undefined): void {
+    if (this.#running.get(session.key) === active) this.#running.delete(session.key);
+    const events = this.#events;
+    if (!events?.active) return;
+    const { turn } = active;
+    // `/new` and resets drop the session from memory: its numbers are gone with it.
+    const figures: SessionFigures | undefined =
+      this.#sessions.get(session.key) === session
+        ? {
+            messageCount: session.memory.messages.length,
+            contextTokens: this.#contextTokens(session),
+            turns: session.stats.turns,
+            compactions: Math.max(
+              session.stats.compactions,
+              session.memory.counter(compactionCounters.count),
+            ),
+            lastActivity: session.lastUsed,
+          }
+        : undefined;
+    events.publish({
+      type: "turn-finished",
+      sessionKey: turn.sessionKey,
+      channel: turn.channel,
+      kind: turn.kind,
+      outcome: result === undefined ? "error" : result.stopped === true ? "stopped" : "ok",
+      durationMs: this.#clock() - turn.startedAt,
+      usage: result?.usage ?? { promptTokens: 0, completionTokens: 0 },
+      ...(figures === undefined ? {} : { session: figures }),
+    });
+  }
+
+  async #runTurn(
+    session: LoadedSession,
+    request: TurnRequest,
+    laneSignal: AbortSignal,
+    stopSignal: AbortSignal,
+  ): Promise<TurnResult> {
     const agent = session.runtime.agent as AgentSession;
     const { inbound } = request;
     const input = createMessage({
@@ -174,7 +273,7 @@ export class SessionManager {
 
     let completed = false;
     const timeout = AbortSignal.timeout(this.#options.limits.turnTimeoutMs);
-    const signals = [laneSignal, timeout];
+    const signals = [laneSignal, timeout, stopSignal];
     if (request.signal) signals.push(request.signal);
     try {
       const result = await agent.runTurn({
@@ -183,6 +282,7 @@ export class SessionManager {
         // the transcript as they were said.
         transcribe: () => this.#transcribe(session, before),
         signal: AbortSignal.any(signals),
+        stopSignal,
         ...(request.stream ? { stream: true } : {}),
         ...(request.onTextDelta ? { onTextDelta: request.onTextDelta } : {}),
       });
@@ -193,7 +293,13 @@ export class SessionManager {
         .map((block) => (block.type === "text" ? block.text : ""))
         .join("\n");
       const text = result.notices.length > 0 ? `_${result.notices.join(" ")}_\n\n${answer}` : answer;
-      return { sessionKey: session.key, kind: "reply", text, usage: sumUsage(result.usage) };
+      return {
+        sessionKey: session.key,
+        kind: "reply",
+        text,
+        usage: sumUsage(result.usage),
+        ...(result.stopped === true ? { stopped: true } : {}),
+      };
     } catch (error) {
       if (timeout.aborted) {
         throw new ProviderError(
@@ -225,6 +331,7 @@ export class SessionManager {
         const archived = await this.#options.store.archive(session.key);
         this.#sessions.delete(session.key);
         this.#logger.info({ sessionKey: session.key, archived }, "session reset by /new");
+        this.#events?.publish({ type: "session-reset", sessionKey: session.key });
         return reply("Started a new conversation. The previous one is archived with its full transcript.");
       }
       case "status":
@@ -397,6 +504,7 @@ export class SessionManager {
       this.#loading.set(key, pending);
     }
     const session = await pending;
+    if (!this.#sessions.has(key)) this.#events?.publish({ type: "session-loaded", sessionKey: key });
     this.#sessions.set(key, session);
     return session;
   }
@@ -454,6 +562,8 @@ export class SessionManager {
     });
     const session: LoadedSession = { key, runtime, lastUsed: now, ...state };
     if (fromTranscript) await this.#save(session);
+    else if (snapshot.status === "missing")
+      this.#events?.publish({ type: "session-created", sessionKey: key });
     return session;
   }
 
@@ -504,6 +614,7 @@ export class SessionManager {
       const lane = this.#options.scheduler.stats().byKey(key);
       if (session.lastUsed < cutoff && !lane.running && lane.queued === 0) {
         this.#sessions.delete(key);
+        this.#events?.publish({ type: "session-unloaded", sessionKey: key });
         // Turns only in the transcript get their snapshot (in the session's lane, so before any next turn
         // loads it again); without it the next load would replay them from the transcript.
         if ((session.checkpoint?.turnsSince ?? 0) > 0) this.#checkpoint(session);
@@ -587,7 +698,9 @@ export class SessionManager {
     parseSessionKey(key);
     return this.#options.scheduler.run(key, async () => {
       this.#sessions.delete(key);
-      return (await this.#options.store.archive(key)).length > 0;
+      const reset = (await this.#options.store.archive(key)).length > 0;
+      if (reset) this.#events?.publish({ type: "session-reset", sessionKey: key });
+      return reset;
     });
   }
 
@@ -596,7 +709,9 @@ export class SessionManager {
     parseSessionKey(key);
     return this.#options.scheduler.run(key, async () => {
       this.#sessions.delete(key);
-      return this.#options.store.delete(key);
+      const deleted = await this.#options.store.delete(key);
+      if (deleted) this.#events?.publish({ type: "session-deleted", sessionKey: key });
+      return deleted;
     });
   }
 

@@ -1,5 +1,6 @@
 import type { WorkingMemory } from "@almanac/agent";
 import type { InboundMessage, Logger, Message, TokenCounter } from "@almanac/core";
+import type { EventBus } from "../events/event-bus.js";
 import type { LaneScheduler } from "../sessions/lane-scheduler.js";
 import type { SessionStats } from "../sessions/session-snapshot.js";
 import type { SessionStore } from "../sessions/session-store.js";
@@ -15,9 +16,12 @@ export interface SessionLifecycle {
   statusLines?(): Promise<string[]>;
 }
 
+/** How a turn ended, for metrics: `stopped` is a reply cancelled by `POST /api/sessions/{key}/stop`. */
+export type TurnOutcomeLabel = "ok" | "error" | "command" | "stopped";
+
 /** Counts turns for metrics; every callback is optional. */
 export interface TurnObserver {
-  turnEnded?(channel: string, outcome: "ok" | "error" | "command", seconds: number): void;
+  turnEnded?(channel: string, outcome: TurnOutcomeLabel, seconds: number): void;
 }
 
 /** Options of {@link createSessionManager}. */
@@ -38,6 +42,8 @@ export interface SessionManagerOptions {
   readonly clock?: () => number;
   readonly observer?: TurnObserver;
   readonly lifecycle?: SessionLifecycle;
+  /** Where session and turn changes are published for the live console (nothing is built when none listens). */
+  readonly events?: EventBus;
 }
 
 /** One turn to run: the inbound message and how the caller wants the answer. */
@@ -55,6 +61,11 @@ export interface TurnResult {
   readonly kind: "reply" | "command";
   readonly text: string;
   readonly usage: { readonly promptTokens: number; readonly completionTokens: number };
+  /**
+   * True when the reply was cancelled by a stop request: `text` is then the partial reply with its
+   * `[stopped]` mark, as kept in the history. A stopped turn is not an error.
+   */
+  readonly stopped?: boolean;
 }
 
 /** A session's full state for the admin API. */
