@@ -24,7 +24,7 @@ function checkConfig(context: CliContext): { result: CheckResult; loaded?: Loade
   }
 }
 
-async function checkModel(config: AlmanacConfig, context: CliContext): Promise<CheckResult> {
+async function checkModel(config: AlmanacConfig, fetcher: typeof fetch): Promise<CheckResult> {
   const missing = missingModelSettings(config);
   if (missing.length > 0) {
     return check(
@@ -43,11 +43,11 @@ async function checkModel(config: AlmanacConfig, context: CliContext): Promise<C
     modelVariable: "ALMANAC_MODEL_NAME",
     baseUrlVariable: "ALMANAC_MODEL_BASE_URL",
     headers: config.model.headers,
-    fetch: context.fetch,
+    fetch: fetcher,
   });
 }
 
-async function checkEmbeddings(config: AlmanacConfig, context: CliContext): Promise<CheckResult> {
+async function checkEmbeddings(config: AlmanacConfig, fetcher: typeof fetch): Promise<CheckResult> {
   // Read defensively: the embedding settings are new and may be absent from older configurations.
   const embedding = (config as { embedding?: Partial<Record<"baseUrl" | "model" | "apiKey", string>> })
     .embedding;
@@ -75,7 +75,7 @@ async function checkEmbeddings(config: AlmanacConfig, context: CliContext): Prom
     apiKeyVariable: "ALMANAC_EMBEDDING_API_KEY",
     modelVariable: "ALMANAC_EMBEDDING_MODEL",
     baseUrlVariable: "ALMANAC_EMBEDDING_BASE_URL",
-    fetch: context.fetch,
+    fetch: fetcher,
   });
 }
 
@@ -113,6 +113,20 @@ function describeIndex(body: unknown): string {
   return parts.length > 0 ? parts.join(", ") : "answered";
 }
 
+/** The index check from a `GET /api/memory/index` body (the CLI fetches it; the server's setup route has it). */
+export function indexCheck(body: unknown): CheckResult {
+  const index = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>;
+  if (typeof index.lastError === "string") {
+    return check(
+      "index",
+      "fail",
+      `the last sync failed (${index.lastError}); ${describeIndex(body)}`,
+      "run `almanac memory reindex`",
+    );
+  }
+  return check("index", "ok", describeIndex(body));
+}
+
 async function checkIndex(target: ServerTarget, running: boolean, context: CliContext): Promise<CheckResult> {
   if (!running) {
     return check(
@@ -123,21 +137,28 @@ async function checkIndex(target: ServerTarget, running: boolean, context: CliCo
     );
   }
   try {
-    const body = await createAdminClient(target, context.fetch).json("GET", "/api/memory/index");
-    const index = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>;
-    if (typeof index.lastError === "string") {
-      return check(
-        "index",
-        "fail",
-        `the last sync failed (${index.lastError}); ${describeIndex(body)}`,
-        "run `almanac memory reindex`",
-      );
-    }
-    return check("index", "ok", describeIndex(body));
+    return indexCheck(await createAdminClient(target, context.fetch).json("GET", "/api/memory/index"));
   } catch (error) {
     if (!(error instanceof CliError)) throw error;
     return check("index", "warn", `not checked: ${error.message}`);
   }
+}
+
+/**
+ * The checks of a loaded configuration that need no running server: data directory, model and embeddings
+ * (probed over the network), channel credentials. `almanac doctor` runs them, and so does the server's
+ * `GET /api/setup` (the console's first-run page), so both report the same lines.
+ */
+export async function configurationChecks(
+  config: AlmanacConfig,
+  fetcher: typeof fetch,
+): Promise<CheckResult[]> {
+  const [dataDirectory, model, embeddings] = await Promise.all([
+    checkDataDirectory(config.home),
+    checkModel(config, fetcher),
+    checkEmbeddings(config, fetcher),
+  ]);
+  return [dataDirectory, model, embeddings, ...checkChannels(config)];
 }
 
 /** Runs every check in order; checks that need a valid configuration are skipped when it is invalid. */
@@ -146,14 +167,12 @@ async function runDoctorChecks(context: CliContext): Promise<CheckResult[]> {
   if (loaded === undefined) return [result];
   const { config } = loaded;
   const target = resolveTarget(context);
-  const [dataDirectory, model, embeddings, server] = await Promise.all([
-    checkDataDirectory(config.home),
-    checkModel(config, context),
-    checkEmbeddings(config, context),
+  const [checks, server] = await Promise.all([
+    configurationChecks(config, context.fetch),
     checkServer(target, context),
   ]);
   const index = await checkIndex(target, server.status === "ok", context);
-  return [result, dataDirectory, model, embeddings, ...checkChannels(config), server, index];
+  return [result, ...checks, server, index];
 }
 
 const LABEL = { ok: "ok  ", warn: "warn", fail: "fail" } as const;
