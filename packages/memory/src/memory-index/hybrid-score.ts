@@ -1,9 +1,9 @@
 import { embeddingInput } from "./chunk-markdown.js";
 import {
   type AnalyzedQuery,
-  countTerm,
   normalizeForMatching,
   type QueryConcept,
+  termOffsets,
   textLength,
 } from "./text-analysis.js";
 import type { BackendHit, SearchMode, StoredChunk, TermStatistics } from "./types.js";
@@ -22,6 +22,8 @@ export interface ScoringOptions {
   readonly k1?: number;
   /** BM25 length normalization, 0 (none) to 1 (full) (default 0.75). */
   readonly b?: number;
+  /** Share of the text score given to the chunk's best line (default 0.7). */
+  readonly lineWeight?: number;
 }
 
 /** A hit with its score and the evidence behind it. */
@@ -81,6 +83,69 @@ const frequencyLimit = 20;
  */
 const textSteepness = 2;
 
+/** Occurrences looked at per term when finding the best line (a name on every line of a long chunk). */
+const offsetLimit = 400;
+/**
+ * A query word that is the speaker of a dialogue line (`- Priya: …`) counts this much more on that line
+ * than a mention ("…, Priya?"): a question about someone is mostly answered in their own words.
+ */
+const speakerFactor = 1.5;
+
+/**
+ * The IDF weight of the query concepts found together on the chunk's best line. A chunk whose one line
+ * holds the speaker's name and the topic beats a chunk dense with the name alone, which whole-chunk
+ * BM25 cannot tell apart (bench:conversational in BENCHMARKS.md: ±1 line around it measured worse).
+ */
+function bestLine(
+  text: string,
+  offsets: readonly (readonly (readonly number[])[])[],
+  weights: readonly number[],
+): number {
+  const lineStarts = [0];
+  for (let index = text.indexOf("\n"); index !== -1; index = text.indexOf("\n", index + 1))
+    lineStarts.push(index + 1);
+  const lineOf = (offset: number) => {
+    let low = 0;
+    let high = lineStarts.length - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >> 1;
+      if (lineStarts[middle]! <= offset) low = middle;
+      else high = middle - 1;
+    }
+    return low;
+  };
+  const isSpeaker = (line: number, offset: number) => {
+    const start = lineStarts[line]!;
+    if (text[start] !== "-" || offset > start + 3) return false;
+    const end = lineStarts[line + 1] ?? text.length;
+    const colon = text.slice(start, Math.min(end, start + 40)).search(/[:：]/u);
+    return colon !== -1 && offset < start + colon;
+  };
+  // Per line, the weight of each concept it holds.
+  const lines = new Map<number, Map<number, number>>();
+  offsets.forEach((perTerm, concept) => {
+    for (const found of perTerm) {
+      for (const offset of found) {
+        const line = lineOf(offset);
+        let held = lines.get(line);
+        if (held === undefined) {
+          held = new Map();
+          lines.set(line, held);
+        }
+        const weight = weights[concept]! * (isSpeaker(line, offset) ? speakerFactor : 1);
+        if (weight > (held.get(concept) ?? 0)) held.set(concept, weight);
+      }
+    }
+  });
+  let best = 0;
+  for (const held of lines.values()) {
+    let sum = 0;
+    for (const weight of held.values()) sum += weight;
+    if (sum > best) best = sum;
+  }
+  return best;
+}
+
 function isRare(concept: QueryConcept, statistics: TermStatistics | undefined): boolean {
   if (statistics === undefined) return true;
   let documents = 0;
@@ -125,19 +190,24 @@ export function scoreHits(
     concept.identifier && isRare(concept, context.statistics) ? [index] : [],
   );
 
+  const lineWeight = context.options?.lineWeight ?? 0.7;
   const prepared = hits.map((hit) => {
     const text = normalizeForMatching(searchableText(hit.chunk));
-    const frequencies = concepts.map((concept) =>
-      Math.max(...concept.terms.map((term) => countTerm(text, term, frequencyLimit))),
+    const offsets = concepts.map((concept) =>
+      concept.terms.map((term) => termOffsets(text, term, offsetLimit)),
     );
-    return { hit, frequencies, length: textLength(text) };
+    const frequencies = offsets.map((perTerm) =>
+      Math.min(frequencyLimit, Math.max(...perTerm.map((found) => found.length))),
+    );
+    const line = lineWeight > 0 ? bestLine(text, offsets, weights) : 0;
+    return { hit, frequencies, line, length: textLength(text) };
   });
   // Length is judged against the candidates' mean: chunks are bounded by the chunker, so it is stable.
   const averageLength = Math.max(
     1,
     prepared.reduce((sum, entry) => sum + entry.length, 0) / Math.max(1, prepared.length),
   );
-  const measured = prepared.map(({ hit, frequencies, length }) => {
+  const measured = prepared.map(({ hit, frequencies, line, length }) => {
     let covered = 0;
     let saturated = 0;
     const lengthNorm = k1 * (1 - b + (b * length) / averageLength);
@@ -149,7 +219,9 @@ export function scoreHits(
     const coverage = totalWeight > 0 ? covered / totalWeight : 0;
     // BM25 over the query's own weight: 1 when every concept appears once in a chunk of mean length.
     const relative = totalWeight > 0 ? saturated / totalWeight : 0;
-    const textScore = 1 - Math.exp(-textSteepness * relative);
+    const chunkScore = 1 - Math.exp(-textSteepness * relative);
+    const lineScore = totalWeight > 0 ? line / totalWeight : 0;
+    const textScore = (1 - lineWeight) * chunkScore + lineWeight * lineScore;
     const identifierShare =
       identifiers.length === 0
         ? 0

@@ -4,8 +4,10 @@ import {
   analyzeQuery,
   analyzeText,
   containsTerm,
+  countTerm,
   normalizeForMatching,
   stemEnglish,
+  termOffsets,
   textLength,
 } from "./text-analysis.js";
 
@@ -87,6 +89,16 @@ describe("analyzeQuery", () => {
     expect(byTerm.get("say")).toMatchObject({ identifier: false, stopWord: false });
   });
 
+  it("treats words that frame a question (what time, which day, what is it called) as stop words", () => {
+    const { concepts } = analyzeQuery("What time was the skin check moved to, and what is the dog called?");
+    const byTerm = new Map(concepts.map((concept) => [concept.terms[0], concept]));
+    expect(byTerm.get("time")).toMatchObject({ stopWord: true });
+    expect(byTerm.get("called")).toMatchObject({ stopWord: true });
+    expect(byTerm.get("skin")).toMatchObject({ stopWord: false });
+    // A query made only of them still searches for them.
+    expect(analyzeQuery("time").terms).toEqual(["time"]);
+  });
+
   it("groups a word with its stem so either form matches", () => {
     expect(analyzeQuery("deployments").concepts).toEqual([
       { terms: ["deployments", "deployment"], identifier: false, stopWord: false },
@@ -124,6 +136,23 @@ describe("containsTerm", () => {
           expect(containsTerm(normalized, term)).toBe(true);
       }),
     );
+  });
+
+  it("finds each occurrence countTerm counts, at the offset of the word", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(word, separator), { minLength: 1, maxLength: 12 }),
+        word,
+        (parts, term) => {
+          const normalized = normalizeForMatching(parts.map(([part, sep]) => part + sep).join(""));
+          const offsets = termOffsets(normalized, term);
+          expect(offsets.length).toBe(countTerm(normalized, term));
+          // The word there is the term or one of its plurals (policy → policies).
+          for (const offset of offsets) expect(normalized.slice(offset, offset + 2)).toBe(term.slice(0, 2));
+        },
+      ),
+    );
+    expect(termOffsets("- tom: tom, cats and a cat", "cat", 1)).toHaveLength(1);
   });
 
   it("respects word boundaries", () => {

@@ -268,28 +268,42 @@ export function containsTerm(normalized: string, term: string): boolean {
  * {@link containsTerm}; stops at `limit` (frequencies saturate in scoring, so counting on is waste).
  */
 export function countTerm(normalized: string, term: string, limit = Number.POSITIVE_INFINITY): number {
-  if (term === "") return 0;
   let count = 0;
+  forEachOccurrence(normalized, term, () => {
+    count += 1;
+    return count < limit;
+  });
+  return count;
+}
+
+/**
+ * Where analysing `normalized` would yield `term` (offsets of its surface forms, counted like
+ * {@link countTerm}), in no particular order, at most `limit` of them. Scoring maps them to lines.
+ */
+export function termOffsets(normalized: string, term: string, limit = Number.POSITIVE_INFINITY): number[] {
+  const offsets: number[] = [];
+  forEachOccurrence(normalized, term, (offset) => {
+    offsets.push(offset);
+    return offsets.length < limit;
+  });
+  return offsets;
+}
+
+/** Calls `visit` with the offset of each occurrence of `term` until it returns false. */
+function forEachOccurrence(normalized: string, term: string, visit: (offset: number) => boolean): void {
+  if (term === "") return;
   if (cjkTest.test(term)) {
-    for (
-      let index = normalized.indexOf(term);
-      index !== -1 && count < limit;
-      index = normalized.indexOf(term, index + 1)
-    )
-      count += 1;
-    return count;
+    for (let index = normalized.indexOf(term); index !== -1; index = normalized.indexOf(term, index + 1))
+      if (!visit(index)) return;
+    return;
   }
   for (const form of surfaceForms(term)) {
     for (let index = normalized.indexOf(form); index !== -1; index = normalized.indexOf(form, index + 1)) {
       const before = index === 0 ? "" : normalized[index - 1]!;
       const after = normalized[index + form.length] ?? "";
-      if (!wordCharacterTest.test(before) && !wordCharacterTest.test(after)) {
-        count += 1;
-        if (count >= limit) return count;
-      }
+      if (!wordCharacterTest.test(before) && !wordCharacterTest.test(after) && !visit(index)) return;
     }
   }
-  return count;
 }
 
 /**
