@@ -20,7 +20,7 @@ import {
   createSqliteIndex,
   createSummarizer,
   createSummaryQueue,
-  isMemoryFilePath as isStoreMemoryFilePath,
+  isMemoryFilePath,
   type MemoryFileStore,
   type MemoryIndexBackend,
   type MemoryIndexer,
@@ -85,11 +85,6 @@ export interface MemoryServices {
 type IndexRepairStatus = Parameters<NonNullable<SqliteIndexOptions["onRepair"]>>[0] & {
   readonly rebuiltAt?: number;
 };
-
-/** True for the files the memory store guards: `MEMORY.md`, Markdown under `memory/`, shared chats' logs. */
-export function isMemoryFilePath(shown: string): boolean {
-  return isStoreMemoryFilePath(shown);
-}
 
 /** Creates the memory file store and, when a model is available, starts the summarizer queue. */
 export async function createMemoryServices(options: {

@@ -4,7 +4,7 @@ import * as path from "node:path";
 import { createToolkit, type Toolkit } from "@almanac/agent";
 import { createTokenCounter } from "@almanac/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { isMemoryPath, isPrivateMemoryPath } from "./memory-index/memory-files.js";
+import { isMemoryFilePath, isPrivateMemoryPath } from "./memory-files/index.js";
 import { createMemoryIndexer } from "./memory-index/memory-indexer.js";
 import { createMemorySearch } from "./memory-index/memory-search.js";
 import { createMemoryTools } from "./memory-index/memory-tools.js";
@@ -22,7 +22,6 @@ import {
 } from "./memory-scope.js";
 import { hashContent } from "./summarizer/content-hash.js";
 import { buildMemoryContext, memoryGuideFor } from "./summarizer/memory-context.js";
-import { isMemoryFilePath } from "./summarizer/memory-file-store.js";
 
 const group = sharedScope({ channel: "discord", account: "default", kind: "group", id: "42" });
 const otherGroup = sharedScope({ channel: "discord", account: "default", kind: "group", id: "43" });
@@ -33,7 +32,6 @@ describe("memory scope layout", () => {
     const shared = dailyLogPath(group, "2025-01-02");
     expect(shared).toBe("shared/discord-default-group-42/2025-01-02.md");
     expect(isPrivateMemoryPath(shared)).toBe(false);
-    expect(isMemoryPath(shared)).toBe(true);
     expect(isMemoryFilePath(shared)).toBe(true);
     expect(isPathInScope(group, shared)).toBe(true);
     expect(isPathInScope(otherGroup, shared)).toBe(false);

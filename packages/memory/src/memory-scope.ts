@@ -4,7 +4,7 @@ import {
   isSharedMemoryPath,
   MEMORY_DIRECTORY,
   SHARED_DIRECTORY,
-} from "./memory-index/memory-files.js";
+} from "./memory-files/index.js";
 
 /**
  * Whose memory a session may reach. `owner`: the private memory (MEMORY.md, `memory/**`). `shared`: a

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createBm25Baseline } from "../../../../bench/bm25-baseline.js";
-import { listMemoryFiles } from "./memory-files.js";
+import { listMemoryFiles } from "../memory-files/index.js";
 import { createMemoryIndexer } from "./memory-indexer.js";
 import { createMemorySearch } from "./memory-search.js";
 import { createSqliteIndex } from "./sqlite-index.js";

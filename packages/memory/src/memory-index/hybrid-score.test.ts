@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { applyRecency, dailyLogDate, scoreHits } from "./hybrid-score.js";
-import { memorySource } from "./memory-files.js";
+import { memorySource } from "./memory-source.js";
 import { analyzeQuery } from "./text-analysis.js";
 import type { BackendHit } from "./types.js";
 

@@ -10,16 +10,7 @@ export {
   isEmbeddingGate,
 } from "./embedding-gate.js";
 export type { ScoringOptions } from "./hybrid-score.js";
-export {
-  isMemoryPath,
-  isPrivateMemoryPath,
-  isSharedMemoryPath,
-  listMemoryFiles,
-  MEMORY_DIRECTORY,
-  MEMORY_FILE,
-  memorySource,
-  SHARED_DIRECTORY,
-} from "./memory-files.js";
+export { memorySource } from "./memory-source.js";
 export {
   createMemoryIndexer,
   type MemoryIndexer,

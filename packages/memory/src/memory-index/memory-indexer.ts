@@ -2,6 +2,7 @@ import type { Stats } from "node:fs";
 import { lstat, readFile } from "node:fs/promises";
 import * as path from "node:path";
 import { describeError, type Embedder, isAlmanacError, type Logger, silentLogger } from "@almanac/core";
+import { listMemoryFiles } from "../memory-files/index.js";
 import { type ChunkMarkdownOptions, chunkMarkdown, sha256 } from "./chunk-markdown.js";
 import { catchUpEmbeddings } from "./embedding-catch-up.js";
 import {
@@ -11,7 +12,6 @@ import {
   isEmbeddingGate,
 } from "./embedding-gate.js";
 import { searchableText } from "./hybrid-score.js";
-import { listMemoryFiles } from "../memory-files/index.js";
 import { memorySource } from "./memory-source.js";
 import { type MemoryWatcher, watchMemoryFiles } from "./memory-watcher.js";
 import { analyzeText } from "./text-analysis.js";

@@ -10,7 +10,7 @@ import {
   scopePathFilter,
   sharedScopePrefix,
 } from "../memory-scope.js";
-import { isInMemoryDirectory, MEMORY_FILE, toRelativePath } from "./memory-files.js";
+import { isInMemoryDirectory, MEMORY_FILE, toRelativePath } from "../memory-files/index.js";
 import type { MemorySearch } from "./memory-search.js";
 
 /** Options of {@link createMemoryTools}. */

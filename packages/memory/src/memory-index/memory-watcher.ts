@@ -4,10 +4,10 @@ import { watch } from "chokidar";
 import {
   isInMemoryDirectory,
   isInSharedDirectory,
-  isMemoryPath,
+  isMemoryFilePath,
   MEMORY_FILE,
   toRelativePath,
-} from "./memory-files.js";
+} from "../memory-files/index.js";
 
 /** Options of {@link watchMemoryFiles}. */
 export interface MemoryWatcherOptions {
@@ -76,7 +76,7 @@ export async function watchMemoryFiles(options: MemoryWatcherOptions): Promise<M
     const relative = toRelativePath(workspace, absolute);
     if (event === "addDir" || event === "unlinkDir") {
       if (relative !== "") everything = true;
-    } else if (isMemoryPath(relative)) {
+    } else if (isMemoryFilePath(relative)) {
       changed.add(relative);
     } else {
       return;
@@ -97,7 +97,7 @@ export async function watchMemoryFiles(options: MemoryWatcherOptions): Promise<M
       workspace,
       path.basename(watched) === name ? watched : path.join(watched, name),
     );
-    if (!isMemoryPath(relative)) return;
+    if (!isMemoryFilePath(relative)) return;
     changed.add(relative);
     schedule();
   });

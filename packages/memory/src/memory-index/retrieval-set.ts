@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { listMemoryFiles } from "./memory-files.js";
+import { listMemoryFiles } from "../memory-files/index.js";
 
 // The retrieval-quality set (packages/memory/fixtures/retrieval) and the measures over it, shared
 // by retrieval-quality.test.ts and bench/retrieval-quality.ts. Not part of the runtime.

@@ -20,7 +20,6 @@ export {
   createMemoryFileStore,
   DEFAULT_SHRINK_GUARD,
   isDestructiveShrink,
-  isMemoryFilePath,
   type MemoryFileContent,
   type MemoryFileInfo,
   type MemoryFileStore,

@@ -1,5 +1,4 @@
-import type { Dirent } from "node:fs";
-import { lstat, mkdir, readdir, readFile, realpath } from "node:fs/promises";
+import { lstat, mkdir, readFile, realpath } from "node:fs/promises";
 import * as path from "node:path";
 import { resolveWorkspacePath } from "@almanac/agent";
 import {
@@ -10,6 +9,7 @@ import {
   UserError,
   writeFileDurably,
 } from "@almanac/core";
+import { isMemoryFilePath, listMemoryFiles } from "../memory-files/index.js";
 import { hashContent } from "./content-hash.js";
 import { createMemoryBackups, type MemoryBackups } from "./memory-backups.js";
 
@@ -94,17 +94,6 @@ export interface MemoryFileStoreOptions {
   /** Backups kept per file. Default 20. */
   readonly maxBackupsPerFile?: number;
   readonly shrinkGuard?: ShrinkGuard;
-}
-
-const memoryPathPattern =
-  /^(?:MEMORY\.md|memory\/(?:[^/.][^/]*\/)*[^/.][^/]*\.md|shared\/[^/.][^/]*\/[^/.][^/]*\.md)$/;
-
-/**
- * True when `relativePath` (already normalized, `/`-separated) names a memory file: private memory
- * (`MEMORY.md`, `memory/**.md`) or a shared chat's log (`shared/<folder>/<name>.md`, see `memory-scope.ts`).
- */
-export function isMemoryFilePath(relativePath: string): boolean {
-  return memoryPathPattern.test(relativePath);
 }
 
 function refusePath(requested: string, why: string, cause?: unknown): UserError {
@@ -201,34 +190,10 @@ export function createMemoryFileStore(options: MemoryFileStoreOptions): MemoryFi
     return content === undefined ? undefined : { path: relative, content, hash: hashContent(content) };
   };
 
-  const walk = async (root: string, relative: string, found: string[]): Promise<void> => {
-    let entries: Dirent[];
-    try {
-      entries = await readdir(path.join(root, ...relative.split("/")), { withFileTypes: true });
-    } catch (error) {
-      if (errnoCode(error) === "ENOENT" || errnoCode(error) === "ENOTDIR") return;
-      throw error;
-    }
-    for (const entry of entries) {
-      if (entry.name.startsWith(".")) continue;
-      const child = `${relative}/${entry.name}`;
-      if (entry.isDirectory()) await walk(root, child, found);
-      else if (entry.isFile() && isMemoryFilePath(child)) found.push(child);
-    }
-  };
-
   return {
     async list() {
       const root = await realWorkspace();
-      const found: string[] = [];
-      const top = await lstat(path.join(root, "MEMORY.md")).catch(() => undefined);
-      if (top?.isFile()) found.push("MEMORY.md");
-      const daily: string[] = [];
-      await walk(root, "memory", daily);
-      found.push(...daily.sort());
-      const shared: string[] = [];
-      await walk(root, "shared", shared);
-      found.push(...shared.sort());
+      const found = await listMemoryFiles(root);
       const infos: MemoryFileInfo[] = [];
       for (const relative of found) {
         const absolute = path.join(root, ...relative.split("/"));
