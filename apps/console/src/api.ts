@@ -88,6 +88,8 @@ export function memoryFilePath(path: string): string {
 export interface ChatDone {
   readonly text: string;
   readonly sessionKey: string;
+  /** True when the reply was stopped (`POST /api/sessions/{key}/stop`): `text` is what was written until then. */
+  readonly stopped?: boolean;
 }
 
 /**
@@ -127,9 +129,27 @@ export async function streamChat(
       const type = str(event.type);
       if (type === "delta") onDelta(str(event.text));
       else if (type === "done") return { text: str(event.text), sessionKey: str(event.sessionKey) };
+      else if (type === "stopped")
+        return { text: str(event.text), sessionKey: str(event.sessionKey), stopped: true };
       else if (type === "error")
         throw new ApiError(200, str(event.code, "turn.failed"), str(event.message, "The turn failed."));
     }
   }
   throw new ApiError(0, "console.stream_ended", "The reply stream ended before the answer was complete.");
+}
+
+/**
+ * Opens `GET /api/events` with the admin token in the header (an `EventSource` cannot send one, and the
+ * token never goes into a URL); the caller reads the server-sent events from the body.
+ */
+export async function openEventStream(signal: AbortSignal): Promise<NonNullable<Response["body"]>> {
+  const response = await request("/api/events", { headers: { accept: "text/event-stream" }, signal });
+  if (!response.body) throw new ApiError(0, "console.no_stream", "The browser gave no response stream.");
+  return response.body;
+}
+
+/** Stops the session's running reply; `false` when none was running. */
+export async function stopReply(sessionKey: string): Promise<boolean> {
+  const body = asRecord(await api(`${sessionPath(sessionKey)}/stop`, { method: "POST" }));
+  return body.stopped === true;
 }

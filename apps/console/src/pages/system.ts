@@ -1,14 +1,25 @@
 import { html } from "htm/preact";
 import { useState } from "preact/hooks";
 import { ApiError, api } from "../api.js";
+import { useDebounced, useLiveEvents } from "../live.js";
 import { asArray, asRecord, formatAgo, formatTime, num, str } from "../read.js";
 import { ErrorBox, useLoad } from "../ui.js";
+import { LiveBadge } from "./sessions.js";
+
+/** Reloads a card when one of the live event types it shows arrives (and after every reconnect's snapshot). */
+function useReloadOn(types: readonly string[], reload: () => void): void {
+  const later = useDebounced(reload);
+  useLiveEvents((event) => {
+    if (event.type === "snapshot" || types.includes(event.type)) later();
+  });
+}
 
 function Channels() {
   const channels = useLoad(
     async () => asArray(asRecord(await api("/api/channels")).channels).map(asRecord),
     "channels",
   );
+  useReloadOn(["channel-changed"], channels.reload);
   return html`
     <div class="card">
       <h2>Channels</h2>
@@ -31,6 +42,7 @@ function Channels() {
 
 function SummarizerQueue() {
   const queue = useLoad(async () => asRecord(await api("/api/summarizer/jobs")), "jobs");
+  useReloadOn(["queue-changed"], queue.reload);
   const [retryError, setRetryError] = useState<unknown>();
   const retry = async (id: string) => {
     setRetryError(undefined);
@@ -88,6 +100,7 @@ function IndexStatus() {
       throw error;
     }
   }, "index");
+  useReloadOn(["index-changed"], index.reload);
   return html`
     <div class="card">
       <h2>Memory index</h2>
@@ -140,11 +153,12 @@ function ServerInfo() {
   `;
 }
 
-/** Channels, the summarizer queue, the memory index and the server's configuration. */
+/** Channels, the summarizer queue, the memory index and the server's configuration, updated live. */
 export function SystemPage() {
+  const live = useLiveEvents(() => {});
   return html`
     <section class="system">
-      <h1>System</h1>
+      <h1>System <${LiveBadge} state=${live} /></h1>
       <div class="system-grid">
         <${ServerInfo} />
         <${Channels} />
