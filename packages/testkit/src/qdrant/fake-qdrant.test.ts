@@ -1,6 +1,9 @@
+import { readFileSync } from "node:fs";
 import { QdrantClient } from "@qdrant/js-client-rest";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { type FakeQdrant, startFakeQdrant } from "./fake-qdrant.js";
+import { QDRANT_SCHEMA_VERSION } from "./qdrant-schema.js";
 
 const A = "00000000-0000-4000-8000-00000000000a";
 const B = "00000000-0000-4000-8000-00000000000b";
@@ -195,5 +198,13 @@ describe("fake Qdrant", () => {
     await expect(client.collectionExists("notes")).rejects.toThrow();
     await fake.start();
     expect((await client.count("notes", {})).count).toBe(3);
+  });
+});
+
+describe("the fake Qdrant's schema version", () => {
+  it("is the major.minor of the @qdrant/js-client-rest it is tested with", () => {
+    const manifest = new URL("../../node_modules/@qdrant/js-client-rest/package.json", import.meta.url);
+    const { version } = z.object({ version: z.string() }).parse(JSON.parse(readFileSync(manifest, "utf8")));
+    expect(QDRANT_SCHEMA_VERSION).toBe(`v${version.split(".").slice(0, 2).join(".")}.x`);
   });
 });
