@@ -10,12 +10,10 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import {
-  createMemoryIndexer,
-  createMemorySearch,
-  createSqliteIndex,
-  listMemoryFiles,
-} from "../packages/memory/src/index.js";
+import { listMemoryFiles } from "../packages/memory/src/memory-files/index.js";
+import { createMemoryIndexer } from "../packages/memory/src/memory-index/memory-indexer.js";
+import { createMemorySearch } from "../packages/memory/src/memory-index/memory-search.js";
+import { createSqliteIndex } from "../packages/memory/src/memory-index/sqlite-index.js";
 import { createBm25Baseline } from "./bm25-baseline.js";
 
 const FIXTURES = fileURLToPath(new URL("./fixtures/conversational/", import.meta.url));

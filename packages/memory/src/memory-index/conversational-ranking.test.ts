@@ -11,10 +11,11 @@ import { createMemorySearch } from "./memory-search.js";
 import { createSqliteIndex } from "./sqlite-index.js";
 import type { MemoryIndexBackend } from "./types.js";
 
-// Issue 12's ranking guard on the conversational set (bench/fixtures/conversational): on the tuning
-// half only (the reported half stays unseen by tests), the default full-text search must rank the
-// answer first more often than a plain BM25, in English and in Chinese. The full table, both halves,
-// is `pnpm bench:conversational` (BENCHMARKS.md).
+// Issue 12's ranking criterion on the conversational set (bench/fixtures/conversational), as a guard:
+// in English and in Chinese, on the tuning half and on the reported half, the default full-text search
+// beats a plain BM25 by at least 3 points on R@1 and MRR@10 and is never below it on R@5 and R@10.
+// Ranking was tuned on the tuning half only; the reported half was looked at once, for the final
+// candidate (BENCHMARKS.md). The full table is `pnpm bench:conversational`.
 
 const fixtures = fileURLToPath(new URL("../../../../bench/fixtures/conversational/", import.meta.url));
 const workspace = path.join(fixtures, "workspace");
@@ -49,22 +50,28 @@ function firstHit(question: Question, results: readonly Ranked[]): number | unde
   return index === -1 ? undefined : index + 1;
 }
 
-/** R@1 and MRR@10, in %. */
+/** R@1, R@5, R@10 and MRR@10, in %. */
 function measure(questions: readonly Question[], rankings: ReadonlyMap<string, readonly Ranked[]>) {
   let first = 0;
+  let five = 0;
+  let ten = 0;
   let reciprocal = 0;
   for (const question of questions) {
     const rank = firstHit(question, rankings.get(question.id) ?? []);
+    if (rank === undefined) continue;
     if (rank === 1) first += 1;
-    if (rank !== undefined) reciprocal += 1 / rank;
+    if (rank <= 5) five += 1;
+    ten += 1;
+    reciprocal += 1 / rank;
   }
-  return { r1: (100 * first) / questions.length, mrr: (100 * reciprocal) / questions.length };
+  const share = (count: number) => (100 * count) / questions.length;
+  return { r1: share(first), r5: share(five), r10: share(ten), mrr: share(reciprocal) };
 }
 
-describe("ranking on conversational memory (tuning half)", () => {
+describe("ranking on conversational memory", () => {
   let directory: string;
   let backend: MemoryIndexBackend;
-  const tuning: Question[] = [];
+  const answerable: Question[] = [];
   const defaults = new Map<string, readonly Ranked[]>();
   const baseline = new Map<string, readonly Ranked[]>();
 
@@ -73,7 +80,7 @@ describe("ranking on conversational memory (tuning half)", () => {
     for (const line of lines) {
       if (line.trim() === "") continue;
       const question = questionSchema.parse(JSON.parse(line));
-      if (question.split === "tune" && question.evidence.length > 0) tuning.push(question);
+      if (question.evidence.length > 0) answerable.push(question);
     }
     const files = await listMemoryFiles(workspace);
     // Noon the day after the last log, as the bench does: recency sees a recent conversation.
@@ -83,7 +90,7 @@ describe("ranking on conversational memory (tuning half)", () => {
     await createMemoryIndexer({ workspace, backend, clock: () => now }).sync();
     const search = createMemorySearch({ backend, clock: () => now });
     const bm25 = await createBm25Baseline(workspace, files);
-    for (const question of tuning) {
+    for (const question of answerable) {
       const response = await search.search(question.question, { maxResults: 10, minScore: 0 });
       defaults.set(question.id, response.results);
       baseline.set(question.id, bm25.search(question.question, 10));
@@ -95,19 +102,31 @@ describe("ranking on conversational memory (tuning half)", () => {
     await rm(directory, { recursive: true, force: true });
   });
 
-  it("holds enough questions in each language to mean something", () => {
-    expect(tuning.filter((question) => question.language === "en").length).toBeGreaterThanOrEqual(80);
-    expect(tuning.filter((question) => question.language === "zh").length).toBeGreaterThanOrEqual(60);
+  it("holds enough questions in each language and half to mean something", () => {
+    for (const split of ["tune", "report"] as const) {
+      const inSplit = answerable.filter((question) => question.split === split);
+      expect(inSplit.filter((question) => question.language === "en").length).toBeGreaterThanOrEqual(80);
+      expect(inSplit.filter((question) => question.language === "zh").length).toBeGreaterThanOrEqual(60);
+    }
   });
 
-  it.each(["en", "zh"] as const)(
-    "ranks the answer first at least 3 points more often than plain BM25, and has a better MRR@10 (%s)",
-    (language) => {
-      const questions = tuning.filter((question) => question.language === language);
+  it.each([
+    ["tune", "en"],
+    ["tune", "zh"],
+    ["report", "en"],
+    ["report", "zh"],
+  ] as const)(
+    "beats plain BM25 by 3 points on R@1 and MRR@10 and never falls below it on R@5 or R@10 (%s half, %s)",
+    (split, language) => {
+      const questions = answerable.filter(
+        (question) => question.split === split && question.language === language,
+      );
       const ours = measure(questions, defaults);
       const theirs = measure(questions, baseline);
       expect(ours.r1).toBeGreaterThanOrEqual(theirs.r1 + 3);
-      expect(ours.mrr).toBeGreaterThan(theirs.mrr);
+      expect(ours.mrr).toBeGreaterThanOrEqual(theirs.mrr + 3);
+      expect(ours.r5).toBeGreaterThanOrEqual(theirs.r5);
+      expect(ours.r10).toBeGreaterThanOrEqual(theirs.r10);
     },
   );
 });

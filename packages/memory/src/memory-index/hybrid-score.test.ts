@@ -138,4 +138,51 @@ describe("scoreHits", () => {
     ];
     expect(pending[0]!.score).toBeGreaterThan(embedded[0]!.score);
   });
+
+  it("ranks a chunk whose one line holds the name and the topic above a chunk that has them apart", () => {
+    const query = analyzeQuery("Which city has Priya booked flights to?");
+    const spread = hit(
+      "memory/spread.md",
+      [
+        "- Priya: Flights are so expensive this year, Tom.",
+        "- Tom: Priya, can you grab bread on the way?",
+        "- Tom: Booked the dentist for Friday.",
+        "- Priya: The flights home were late again.",
+        "- Tom: Booked a table for us, Priya.",
+      ].join("\n"),
+      { textScore: 3 },
+    );
+    const together = hit(
+      "memory/together.md",
+      [
+        "- Tom: Sunny but cold again.",
+        "- Priya: Flights to Ljubljana are booked for the bank holiday!",
+        "- Tom: Nice, enjoy.",
+        "- Tom: The wifi is down again.",
+        "- Tom: Where did we put the charger?",
+      ].join("\n"),
+      { textScore: 2 },
+    );
+    const order = (lineWeight: number) =>
+      scoreHits(query, [spread, together], { mode: "text", now, options: { lineWeight } }).map(
+        (entry) => entry.chunk.path,
+      );
+    expect(order(0)).toEqual(["memory/spread.md", "memory/together.md"]);
+    expect(scoreHits(query, [spread, together], { mode: "text", now })[0]!.chunk.path).toBe(
+      "memory/together.md",
+    );
+  });
+
+  it("counts a name more on a line that person speaks than on a line that mentions them", () => {
+    const query = analyzeQuery("what did Tom cook");
+    const scored = scoreHits(
+      query,
+      [
+        hit("a.md", "- Priya: Did Tom cook tonight?", { textScore: 1 }),
+        hit("b.md", "- Tom: I cook a risotto tonight.", { textScore: 1 }),
+      ],
+      { mode: "text", now },
+    );
+    expect(scored.map((entry) => entry.chunk.path)).toEqual(["b.md", "a.md"]);
+  });
 });
