@@ -24,7 +24,6 @@ describe("compaction in the running server", () => {
       contextWindow: window,
       env: {
         ALMANAC_COMPACTION_MODEL: "compactor",
-        ALMANAC_COMPACTION_NOTIFY: "true",
         ALMANAC_MEMORY_CONTEXT_TOKENS: "200",
       },
     });

@@ -162,9 +162,10 @@ export const configSchema = z.strictObject({
           "Model (on the same endpoint) that writes the rolling summary; a cheaper one is fine. Unset: the chat model.",
         example: "gpt-4.1-nano",
       }),
-      notify: setting(z.boolean().default(false), {
+      notify: setting(z.boolean().default(true), {
         env: "ALMANAC_COMPACTION_NOTIFY",
-        description: "Tell the user in one line when the context was compacted (before → after tokens).",
+        description:
+          "Tell the user in one line when the context was compacted (before → after tokens); false turns it off.",
       }),
       share: setting(z.number().gt(0).lt(1).optional(), {
         env: "ALMANAC_COMPACTION_SHARE",

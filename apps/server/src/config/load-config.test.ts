@@ -32,6 +32,11 @@ describe("loadConfig", () => {
     expect(missingModelSettings(config)).toEqual(["ALMANAC_MODEL_BASE_URL", "ALMANAC_MODEL_NAME"]);
   });
 
+  it("tells the user in one line when the context was compacted unless turned off", () => {
+    expect(loadConfig({ env: {}, cwd }).config.compaction.notify).toBe(true);
+    expect(loadConfig({ env: { ALMANAC_COMPACTION_NOTIFY: "false" }, cwd }).config.compaction.notify).toBe(false);
+  });
+
   it("sizes the default output cap to the window and refuses a cap that leaves a prompt too little room", () => {
     expect(loadConfig({ env: {}, cwd }).config.model.maxOutputTokens).toBe(4096);
     const small = loadConfig({ env: { ALMANAC_MODEL_CONTEXT_WINDOW: "8192" }, cwd }).config.model;
