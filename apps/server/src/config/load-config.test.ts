@@ -34,7 +34,8 @@ describe("loadConfig", () => {
 
   it("tells the user in one line when the context was compacted unless turned off", () => {
     expect(loadConfig({ env: {}, cwd }).config.compaction.notify).toBe(true);
-    expect(loadConfig({ env: { ALMANAC_COMPACTION_NOTIFY: "false" }, cwd }).config.compaction.notify).toBe(false);
+    const off = loadConfig({ env: { ALMANAC_COMPACTION_NOTIFY: "false" }, cwd });
+    expect(off.config.compaction.notify).toBe(false);
   });
 
   it("sizes the default output cap to the window and refuses a cap that leaves a prompt too little room", () => {
