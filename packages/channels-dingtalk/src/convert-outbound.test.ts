@@ -7,6 +7,7 @@ import {
   toDeliveryPlan,
   toMarkdownMessages,
 } from "./convert-outbound.js";
+import { toDingTalkMarkdown } from "./convert-outbound-markdown.js";
 import { isDingTalkError } from "./errors.js";
 
 const fenceCount = (text: string) => (text.match(/^```/gm) ?? []).length;
@@ -18,18 +19,18 @@ describe("toMarkdownMessages", () => {
     ]);
   });
 
-  it("splits an over-long code block into fenced pieces within the limit", () => {
-    const code = Array.from(
-      { length: 400 },
-      (_, index) => `const value${index} = ${index} * 2; // line`,
-    ).join("\n");
-    const messages = toMarkdownMessages(`Here:\n\n\`\`\`ts\n${code}\n\`\`\``);
+  it("splits an over-long code block into quoted pieces within the limit, every line kept", () => {
+    const code = Array.from({ length: 400 }, (_, index) => `const value${index} = ${index} * 2; // line`);
+    const messages = toMarkdownMessages(`Here:\n\n\`\`\`ts\n${code.join("\n")}\n\`\`\``);
     expect(messages.length).toBeGreaterThan(2);
     for (const message of messages) {
       expect(message.text.length).toBeLessThanOrEqual(DINGTALK_MARKDOWN_LIMIT);
-      expect(fenceCount(message.text) % 2).toBe(0);
+      expect(fenceCount(message.text)).toBe(0);
     }
-    expect(messages.at(-1)?.text).toMatch(/^```ts\n[\s\S]*\n```$/);
+    const quoted = messages
+      .flatMap((message) => message.text.split("\n"))
+      .filter((line) => line.startsWith("> const"));
+    expect(quoted).toEqual(code.map((line) => `> ${line.replace("*", "\\*")}  `));
   });
 
   it("keeps CJK text within the byte budget of the OpenAPI's msgParam", () => {
@@ -116,5 +117,68 @@ describe("toDeliveryPlan", () => {
       }
       expect(isDingTalkError(caught, "dingtalk.target_invalid")).toBe(true);
     }
+  });
+});
+
+describe("toDingTalkMarkdown (the Markdown subset DingTalk documents for robot messages)", () => {
+  it("leaves the documented subset alone: headings, quotes, bold, italic, links, images, lists", () => {
+    const markdown = [
+      "# Title",
+      "> quoted",
+      "**bold** and *italic* and `inline code`",
+      "[a link](https://example.com) ![](https://example.com/a.png)",
+      "- item",
+      "1. first",
+    ].join("\n\n");
+    expect(toDingTalkMarkdown(markdown)).toBe(markdown);
+  });
+
+  it("turns a fenced code block into quoted lines that keep line breaks, indentation and literal markup", () => {
+    const markdown = 'Run this:\n\n```python\ndef main():\n    print("*hi*")  # [x]\n\nmain()\n```\n\nDone.';
+    expect(toDingTalkMarkdown(markdown)).toBe(
+      [
+        "Run this:",
+        "",
+        "> *python*  ",
+        "> def main():  ",
+        '> \u00a0\u00a0\u00a0\u00a0print("\\*hi\\*")  # \\[x\\]  ',
+        ">   ",
+        "> main()  ",
+        "",
+        "Done.",
+      ].join("\n"),
+    );
+  });
+
+  it("closes an unclosed fence at the end and handles tildes and longer fences", () => {
+    expect(toDingTalkMarkdown("~~~\na\n~~~")).toBe("> a  ");
+    expect(toDingTalkMarkdown("````\n```\n````")).toBe("> \\`\\`\\`  ");
+    expect(toDingTalkMarkdown("```\nlast line")).toBe("> last line  ");
+  });
+
+  it("turns a table into one list item per row with the column names", () => {
+    const markdown =
+      "Results:\n\n| Host | Status | Note |\n| --- | :---: | --- |\n| web-1 | up | |\n| web-2 | down | a\\|b |\n\nAfter.";
+    expect(toDingTalkMarkdown(markdown)).toBe(
+      [
+        "Results:",
+        "",
+        "- **Host**: web-1 · **Status**: up",
+        "- **Host**: web-2 · **Status**: down · **Note**: a|b",
+        "",
+        "After.",
+      ].join("\n"),
+    );
+  });
+
+  it("reads a table without outer pipes and leaves lone pipes in prose alone", () => {
+    expect(toDingTalkMarkdown("a | b\n--|--\n1 | 2")).toBe("- **a**: 1 · **b**: 2");
+    expect(toDingTalkMarkdown("yes | no\nplain text")).toBe("yes | no\nplain text");
+  });
+
+  it("sends no fences or table dividers to DingTalk", () => {
+    const [message] = toMarkdownMessages("| a |\n|---|\n| 1 |\n\n```\nx\n```");
+    expect(message?.text).toBe("- **a**: 1\n\n> x  ");
+    expect(message?.title).toBe("a: 1");
   });
 });

@@ -1,6 +1,7 @@
 import { type OutboundMessage, parseSessionKey, splitMessage } from "@almanac/core";
 import { z } from "zod";
 import { DINGTALK_CHANNEL } from "./convert-inbound.js";
+import { toDingTalkMarkdown } from "./convert-outbound-markdown.js";
 import { DingTalkError } from "./errors.js";
 import { robotPayloadSchema } from "./robot-payload.js";
 import type { DeliveryPlan, MarkdownMessage } from "./types.js";
@@ -22,7 +23,8 @@ const jsonBytes = (text: string): number => Buffer.byteLength(JSON.stringify(tex
 
 /**
  * Splits Markdown into DingTalk markdown messages within {@link DINGTALK_MARKDOWN_LIMIT} characters and
- * {@link MAX_TEXT_JSON_BYTES} bytes, never leaving a code fence open (see `splitMessage`), each with a title.
+ * {@link MAX_TEXT_JSON_BYTES} bytes, each with a title, after rewriting it into the Markdown subset DingTalk
+ * renders (code blocks as quoted lines, tables as lists: see `toDingTalkMarkdown`).
  */
 export function toMarkdownMessages(markdown: string, limit = DINGTALK_MARKDOWN_LIMIT): MarkdownMessage[] {
   const chunks: string[] = [];
@@ -35,7 +37,7 @@ export function toMarkdownMessages(markdown: string, limit = DINGTALK_MARKDOWN_L
     const smaller = Math.max(64, Math.floor((chunk.length * MAX_TEXT_JSON_BYTES) / bytes) - 16);
     for (const piece of splitMessage(chunk, smaller)) add(piece, smaller);
   };
-  for (const chunk of splitMessage(markdown, limit)) add(chunk, limit);
+  for (const chunk of splitMessage(toDingTalkMarkdown(markdown), limit)) add(chunk, limit);
   return chunks.map((text) => ({ title: markdownTitle(text), text }));
 }
 
