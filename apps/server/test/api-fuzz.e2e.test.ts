@@ -20,7 +20,8 @@ let routes: readonly RouteEntry[];
 beforeAll(async () => {
   running = await startTestServer({ env: { ALMANAC_BODY_LIMIT_BYTES: String(BODY_LIMIT) } });
   running.llm.setFallback(() => script.text("fuzzed"));
-  routes = running.server.app.routeTable();
+  // `GET /api/events` stays open by design (inject() would wait for its end forever); live-events.e2e covers it.
+  routes = running.server.app.routeTable().filter((route) => route.url !== "/api/events");
 }, 30_000);
 
 afterAll(async () => {

@@ -32,6 +32,10 @@ describe("live events (GET /api/events)", () => {
       headers: { authorization: "Bearer nope" },
     });
     expect(wrong.status).toBe(401);
+    // HEAD answers the headers and ends instead of holding a stream open.
+    const head = await running.api("/api/events", { method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(head.headers.get("content-type")).toContain("text/event-stream");
   });
 
   it("starts with a snapshot, then shows a turn start and finish with its tokens, and the queue after /new", async () => {

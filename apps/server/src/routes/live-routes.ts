@@ -79,6 +79,8 @@ export function registerLiveRoutes(app: FastifyInstance, deps: LiveRoutesDepende
       },
     },
     async (request, reply) => {
+      // A HEAD (e.g. `curl -I`) gets the headers and ends: there is no body to keep open.
+      if (request.method === "HEAD") return reply.type("text/event-stream; charset=utf-8").send();
       reply.hijack();
       const stream = openEventStream(reply.raw, streamOptions);
       // Changes published while the snapshot is read are sent after it, in order.
