@@ -2,19 +2,23 @@ import "./styles.css";
 import "./pages.css";
 import { html, render } from "htm/preact";
 import { useEffect, useState } from "preact/hooks";
-import { clearToken, getToken, onUnauthorized } from "./api.js";
+import { api, clearToken, getToken, onUnauthorized } from "./api.js";
+import { ChartsPage } from "./pages/charts.js";
 import { ChatPage } from "./pages/chat.js";
 import { LoginPage } from "./pages/login.js";
 import { MemoryPage } from "./pages/memory.js";
 import { SessionDetailPage } from "./pages/session-detail.js";
 import { SessionsPage } from "./pages/sessions.js";
+import { SetupPage } from "./pages/setup.js";
 import { SystemPage } from "./pages/system.js";
-import { Link, useLocation } from "./router.js";
+import { asRecord } from "./read.js";
+import { Link, navigate, useLocation } from "./router.js";
 
 const NAV = [
   { href: "/chat", label: "Chat" },
   { href: "/sessions", label: "Sessions" },
   { href: "/memory", label: "Memory" },
+  { href: "/charts", label: "Charts" },
   { href: "/system", label: "System" },
 ] as const;
 
@@ -27,6 +31,8 @@ function Page(props: { path: string; query: URLSearchParams }) {
   if (path === "/sessions") return html`<${SessionsPage} />`;
   if (path === "/memory") return html`<${MemoryPage} file=${query.get("file") ?? undefined} />`;
   if (path === "/system") return html`<${SystemPage} />`;
+  if (path === "/charts") return html`<${ChartsPage} />`;
+  if (path === "/setup") return html`<${SetupPage} />`;
   return html`<${ChatPage} />`;
 }
 
@@ -34,6 +40,19 @@ function App() {
   const [authed, setAuthed] = useState(() => getToken() !== null);
   const { path, query } = useLocation();
   useEffect(() => onUnauthorized(() => setAuthed(false)), []);
+  // First run: with no model configured the console opens on the setup page (and keeps a link to it).
+  const [needsSetup, setNeedsSetup] = useState(false);
+  useEffect(() => {
+    if (!authed) return;
+    api("/api/info").then(
+      (info) => {
+        const configured = asRecord(asRecord(info).model).configured !== false;
+        setNeedsSetup(!configured);
+        if (!configured && (location.pathname === "/" || location.pathname === "/chat")) navigate("/setup");
+      },
+      () => {},
+    );
+  }, [authed]);
   if (!authed) return html`<${LoginPage} onLogin=${() => setAuthed(true)} />`;
   const active = path === "/" ? "/chat" : `/${path.split("/")[1] ?? ""}`;
   const logout = () => {
@@ -44,7 +63,7 @@ function App() {
     <header class="top">
       <span class="brand">Almanac</span>
       <nav aria-label="Pages">
-        ${NAV.map(
+        ${(needsSetup ? [{ href: "/setup", label: "Setup" }, ...NAV] : NAV).map(
           (item) =>
             html`<${Link} href=${item.href} class=${item.href === active ? "active" : ""}>${item.label}<//>`,
         )}

@@ -19,6 +19,8 @@ import { registerIndexRoutes } from "./routes/index-routes.js";
 import { registerLiveRoutes } from "./routes/live-routes.js";
 import { registerMemoryRoutes } from "./routes/memory-routes.js";
 import { registerOpenAIRoutes } from "./routes/openai-routes.js";
+import { registerSetupRoutes } from "./routes/setup-routes.js";
+import { registerStatsRoutes, type StatsRoutesDependencies } from "./routes/stats-routes.js";
 import { registerWebhookRoutes } from "./routes/webhook-routes.js";
 import type { SessionManager } from "./runtime/session-manager.js";
 import type { StorageHealth } from "./storage-health.js";
@@ -40,6 +42,8 @@ export interface AppDependencies {
   readonly isShuttingDown: () => boolean;
   /** The data directory's storage state: a full disk answers 507 `storage.full` and turns `/readyz` red. */
   readonly storage?: StorageHealth;
+  /** What the chart routes (`/api/stats/*`, context history) read; the routes are absent without it. */
+  readonly stats?: Pick<StatsRoutesDependencies, "journal" | "memorySampler">;
   /** The bus the services publish live changes to (`GET /api/events`); a private, silent one when absent. */
   readonly events?: EventBus;
 }
@@ -186,6 +190,8 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await registerWebhookRoutes(app, deps.webhooks ?? {});
   await registerIndexRoutes(app, deps.memory);
   await registerConsole(app, { sessions: deps.sessions });
+  registerSetupRoutes(app, { config: deps.config, memory: deps.memory });
+  if (deps.stats) registerStatsRoutes(app, { ...deps.stats, sessions: deps.sessions, memory: deps.memory });
   const queue = deps.memory.queue;
   registerLiveRoutes(app, {
     bus: deps.events ?? createEventBus(),

@@ -24,6 +24,9 @@ import { SessionManager } from "./runtime/session-manager.js";
 import { DEFAULT_SYSTEM_PROMPT } from "./runtime/system-prompt.js";
 import { createLaneScheduler } from "./sessions/lane-scheduler.js";
 import { createSessionStore, type SessionStore } from "./sessions/session-store.js";
+import { startMemorySampler } from "./stats/memory-sampler.js";
+import { recordServerEvents } from "./stats/record-server-events.js";
+import { createStatsJournal, type StatsJournal } from "./stats/stats-journal.js";
 import { createStorageHealth, type StorageHealth } from "./storage-health.js";
 
 /** Options of {@link startServer}. Only this app reads the process environment, and only through here. */
@@ -82,6 +85,8 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     logger,
   });
   let sessions: SessionManager | undefined;
+  // The charts' history (tokens per day, context per turn); made once the memory time zone is known.
+  let stats: StatsJournal | undefined;
   // Changes for the live console (`GET /api/events`); publishing costs nothing while no console listens.
   const events = createEventBus({
     onListenerError: (error) => logger.warn({ err: error }, "a live event listener failed"),
@@ -113,6 +118,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
         metrics.modelRequestDuration.observe({ model: modelName }, latencyMs / 1000);
         metrics.modelTokens.inc({ model: modelName, kind: "prompt" }, usage.promptTokens);
         metrics.modelTokens.inc({ model: modelName, kind: "completion" }, usage.completionTokens);
+        stats?.recordUsage(modelName, usage);
       },
     });
   const model = missing.length === 0 ? modelNamed(config.model.name as string) : undefined;
@@ -123,6 +129,14 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     tokenCounter,
     logger,
   });
+  const journal = createStatsJournal({
+    dir: join(config.home, "state", "stats"),
+    timeZone: memory.timeZone,
+    logger,
+  });
+  stats = journal;
+  const stopRecording = recordServerEvents(events, journal);
+  const memorySampler = startMemorySampler({ journal, indexStatus: () => memory.indexStatus(), logger });
   let runtime: AgentRuntime | undefined;
   if (model) {
     runtime = createAgentRuntime({
@@ -246,6 +260,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
     isShuttingDown: () => shuttingDown,
     storage,
     events,
+    stats: { journal, memorySampler },
   });
   try {
     await app.listen({ host: config.server.host, port: config.server.port });
@@ -269,6 +284,9 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
       logger.info(drained, "turns drained");
       await hub.stop(2_000);
       await memory.stop(config.shutdown.deadlineMs);
+      memorySampler.stop();
+      stopRecording();
+      await journal.flush();
       await sessions?.close();
       await app.close();
       await lock.release();

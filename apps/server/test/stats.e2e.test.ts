@@ -81,7 +81,8 @@ describe("chart data routes", () => {
     expect(before.contextWindow).toBe(32_000);
     expect(before.compactions).toEqual([]);
 
-    for (const topic of ["knots", "sails", "weather"]) await consoleTurn(running, "charts", `msg: about ${topic}`);
+    for (const topic of ["knots", "sails", "weather"])
+      await consoleTurn(running, "charts", `msg: about ${topic}`);
     const compact = await running.api(`/api/sessions/${encodeURIComponent(KEY)}/compact`, { method: "POST" });
     expect(compact.status).toBe(200);
     await consoleTurn(running, "charts", "msg: third message after the compaction");

@@ -1,6 +1,7 @@
 import { html } from "htm/preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, sessionPath, streamChat } from "../api.js";
+import { ApiError, api, sessionPath, stopReply, streamChat } from "../api.js";
+import { Markdown } from "../components/markdown.js";
 import { asArray, asRecord, messageText, str } from "../read.js";
 import { ErrorBox, useLoad } from "../ui.js";
 
@@ -10,6 +11,8 @@ interface ChatLine {
   readonly role: string;
   readonly text: string;
   readonly streaming?: boolean;
+  /** The reply was stopped before it was complete. */
+  readonly stopped?: boolean;
 }
 
 /** The session key of a console conversation (mirrors the server's `consoleSessionKey`). */
@@ -22,6 +25,11 @@ function conversationOf(key: string): string | undefined {
   const parts = key.split(":");
   if (parts[0] !== "web" || parts[2] !== "web" || parts[3] === undefined) return undefined;
   return parts[3].replaceAll("%3A", ":").replaceAll("%25", "%");
+}
+
+/** The server marks a stopped reply's kept text with a last `[stopped]` line; the chat shows a badge instead. */
+function withoutStopMark(text: string): string {
+  return text.replace(/\n*\[stopped\]\s*$/, "");
 }
 
 async function loadHistory(conversation: string): Promise<ChatLine[]> {
@@ -49,6 +57,7 @@ export function ChatPage() {
   const loading = loadedFor !== conversation;
   const [message, setMessage] = useState("");
   const [sending, setSending] = useState(false);
+  const [stopping, setStopping] = useState(false);
   const [error, setError] = useState<unknown>();
   const logRef = useRef<HTMLDivElement>(null);
   const abortRef = useRef<AbortController>();
@@ -113,13 +122,31 @@ export function ChatPage() {
         (delta) => replaceLast((line) => ({ ...line, text: line.text + delta })),
         abort.signal,
       );
-      replaceLast(() => ({ role: "assistant", text: done.text }));
+      replaceLast((line) =>
+        done.stopped
+          ? { role: "assistant", text: withoutStopMark(done.text || line.text), stopped: true }
+          : { role: "assistant", text: done.text },
+      );
       if (!known.data?.includes(conversation)) known.reload();
     } catch (caught) {
-      replaceLast((line) => ({ ...line, streaming: false }));
-      setError(caught);
+      // A stop reported as the turn's error still keeps what was written, as a stopped reply.
+      const stopped = caught instanceof ApiError && caught.code === "turn.stopped";
+      replaceLast((line) => ({ ...line, streaming: false, ...(stopped ? { stopped: true } : {}) }));
+      if (!stopped) setError(caught);
     } finally {
       setSending(false);
+      setStopping(false);
+    }
+  };
+
+  // Stops the reply on the server (the model request included); the stream then ends with what was written.
+  const stop = async () => {
+    setStopping(true);
+    try {
+      await stopReply(webSessionKey(conversation));
+    } catch (caught) {
+      setStopping(false);
+      setError(caught);
     }
   };
 
@@ -157,7 +184,12 @@ export function ChatPage() {
             : lines.map(
                 (line) =>
                   html`<div class=${`bubble ${line.role}${line.streaming ? " streaming" : ""}`} data-role=${line.role}>
-                    ${line.text || (line.streaming ? "…" : "")}
+                    ${
+                      line.role === "assistant" && line.text !== ""
+                        ? html`<${Markdown} text=${line.text} />`
+                        : line.text || (line.streaming ? "…" : "")
+                    }
+                    ${line.stopped ? html`<span class="badge stopped-mark">stopped</span>` : null}
                   </div>`,
               )
         }
@@ -179,7 +211,13 @@ export function ChatPage() {
           onInput=${(event: Event) => setMessage((event.currentTarget as HTMLTextAreaElement).value)}
           onKeyDown=${onKeyDown}
         ></textarea>
-        <button type="submit" disabled=${sending || loading || message.trim() === ""}>${sending ? "Sending…" : "Send"}</button>
+        ${
+          sending
+            ? html`<button type="button" class="danger stop" onClick=${stop} disabled=${stopping}>
+                ${stopping ? "Stopping…" : "Stop"}
+              </button>`
+            : html`<button type="submit" disabled=${loading || message.trim() === ""}>Send</button>`
+        }
       </form>
     </section>
   `;

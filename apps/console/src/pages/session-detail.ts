@@ -1,6 +1,8 @@
 import { html } from "htm/preact";
 import { useState } from "preact/hooks";
 import { api, sessionPath } from "../api.js";
+import { ContextChart } from "../components/context-chart.js";
+import { Markdown } from "../components/markdown.js";
 import { asArray, asRecord, formatTime, messageText, num, str } from "../read.js";
 import { Link } from "../router.js";
 import { ErrorBox, useLoad } from "../ui.js";
@@ -24,6 +26,7 @@ function TokenBar(props: { used: number; window: number }) {
 export function SessionDetailPage(props: { sessionKey: string }) {
   const { sessionKey } = props;
   const detail = useLoad(async () => asRecord(await api(sessionPath(sessionKey))), sessionKey);
+  const history = useLoad(() => api(`${sessionPath(sessionKey)}/context-history`), `${sessionKey}/history`);
   const [action, setAction] = useState<{ busy: boolean; result?: string; error?: unknown }>({ busy: false });
 
   const run = async (what: "reset" | "compact") => {
@@ -36,6 +39,7 @@ export function SessionDetailPage(props: { sessionKey: string }) {
         result: what === "reset" ? "Session archived; it starts fresh." : str(body.result),
       });
       detail.reload();
+      history.reload();
     } catch (error) {
       setAction({ busy: false, error });
     }
@@ -70,6 +74,10 @@ export function SessionDetailPage(props: { sessionKey: string }) {
               ${action.result ? html`<p class="ok">${action.result}</p>` : null}
               <${ErrorBox} error=${action.error} />
             </div>
+            <div class="card">
+              <${ErrorBox} error=${history.error} />
+              ${history.data ? html`<${ContextChart} history=${history.data} />` : null}
+            </div>
             <h2>Rolling summary</h2>
             ${
               str(summary.text) === ""
@@ -87,7 +95,11 @@ export function SessionDetailPage(props: { sessionKey: string }) {
                       ${asArray(message.marks).map((mark) => html`<span class="badge mark">${str(mark)}</span>`)}
                       <span class="muted small">${formatTime(message.timestamp)}</span>
                     </div>
-                    <div class="message-text">${messageText(message.content)}</div>
+                    ${
+                      message.role === "assistant"
+                        ? html`<${Markdown} class="message-text" text=${messageText(message.content)} />`
+                        : html`<div class="message-text">${messageText(message.content)}</div>`
+                    }
                   </li>
                 `,
               )}
