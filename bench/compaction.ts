@@ -29,15 +29,9 @@ import {
   createCompactor,
   runWithOverflowRecovery,
 } from "../packages/memory/src/compaction/index.js";
-import {
-  createReportTool,
-  createSaveNoteTool,
-} from "../packages/memory/src/compaction/testing/generated-tools.js";
-import {
-  requestHasTurnPrefix,
-  validSummary,
-} from "../packages/memory/src/compaction/testing/summary-fixtures.js";
-import { createRandom, generatedText } from "../packages/memory/src/compaction/testing/transcripts.js";
+import { createReportTool, createSaveNoteTool } from "../packages/memory/test/compaction/generated-tools.js";
+import { requestHasTurnPrefix, validSummary } from "../packages/memory/test/compaction/summary-fixtures.js";
+import { createRandom, generatedText } from "../packages/memory/test/compaction/transcripts.js";
 
 const TURNS = 1_000;
 const WINDOW = 16_384;

@@ -8,11 +8,11 @@ import {
 } from "@almanac/core";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { FakeChatModel, step } from "../test/fake-chat-model.js";
+import { toolPairingProblems } from "../test/tool-pairing.js";
 import { createAgent } from "./agent.js";
 import { AgentError } from "./errors.js";
 import { createHookRegistry } from "./hooks.js";
-import { FakeChatModel, step } from "./testing/fake-chat-model.js";
-import { toolPairingProblems } from "./testing/tool-pairing.js";
 import { createToolkit, defineTool, type ToolContext } from "./toolkit.js";
 import { WorkingMemory } from "./working-memory.js";
 

@@ -1,9 +1,9 @@
 import { createServer } from "node:http";
 import { startFakeDingTalk, waitUntil } from "@almanac/testkit/dingtalk";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { type Harness, recordingLogger, startHarness } from "../test/adapter-harness.js";
 import { createDingTalkAdapter, type DingTalkAdapter } from "./dingtalk-adapter.js";
 import { isDingTalkError } from "./errors.js";
-import { type Harness, recordingLogger, startHarness } from "./test-harness.js";
 
 const cleanups: (() => Promise<void>)[] = [];
 

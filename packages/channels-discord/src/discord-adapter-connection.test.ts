@@ -1,7 +1,7 @@
 import { formatSessionKey } from "@almanac/core";
 import { waitUntil } from "@almanac/testkit/discord";
 import { afterEach, describe, expect, it } from "vitest";
-import { type AdapterHarness, createAdapterHarness } from "./adapter-test-harness.js";
+import { type AdapterHarness, createAdapterHarness } from "../test/adapter-harness.js";
 
 let harness: AdapterHarness | undefined;
 

@@ -1,6 +1,6 @@
 import { waitUntil } from "@almanac/testkit/feishu";
 import { afterEach, describe, expect, it } from "vitest";
-import { type Harness, startHarness } from "./__fixtures__/harness.js";
+import { type Harness, startHarness } from "../test/adapter-harness.js";
 
 let harness: Harness | undefined;
 afterEach(async () => {

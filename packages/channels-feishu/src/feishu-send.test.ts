@@ -1,6 +1,6 @@
 import { type InboundMessage, isAlmanacError } from "@almanac/core";
 import { afterEach, describe, expect, it } from "vitest";
-import { type Harness, type HarnessOptions, startHarness } from "./__fixtures__/harness.js";
+import { type Harness, type HarnessOptions, startHarness } from "../test/adapter-harness.js";
 import { FeishuApiError } from "./errors.js";
 import { createFeishuAdapter } from "./feishu-adapter.js";
 

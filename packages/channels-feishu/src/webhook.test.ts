@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { buildUrlVerification } from "@almanac/testkit/feishu";
 import { afterEach, describe, expect, it } from "vitest";
-import { type Harness, startHarness } from "./__fixtures__/harness.js";
+import { type Harness, startHarness } from "../test/adapter-harness.js";
 import type { FeishuAdapter } from "./feishu-adapter.js";
 
 const encryptKey = "kE9s-encrypt-key";

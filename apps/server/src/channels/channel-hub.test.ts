@@ -12,8 +12,8 @@ import {
   type TypingIndicatorAdapter,
 } from "@almanac/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createTestSessionManager } from "../../test/test-session-manager.js";
 import type { SessionManager } from "../runtime/session-manager.js";
-import { createTestSessionManager } from "../testing/test-session-manager.js";
 import type { AccessPolicy } from "./access-policy.js";
 import { createChannelHub } from "./channel-hub.js";
 import { createDedupStore } from "./dedup-store.js";

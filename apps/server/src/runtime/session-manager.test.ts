@@ -16,10 +16,10 @@ import {
 import { OWNER_SCOPE } from "@almanac/memory";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { createTestRuntime, createTestSessionManager } from "../../test/test-session-manager.js";
 import { loadConfig } from "../config/load-config.js";
 import { createLaneScheduler } from "../sessions/lane-scheduler.js";
 import { createSessionStore } from "../sessions/session-store.js";
-import { createTestRuntime, createTestSessionManager } from "../testing/test-session-manager.js";
 import { createAgentRuntime } from "./agent-runtime.js";
 import { SessionManager } from "./session-manager.js";
 

@@ -8,7 +8,7 @@ import {
   indexToolCalls,
   type PassContext,
 } from "./cheap-passes.js";
-import { createRandom, createTestClock, generatedText, toolRound, user } from "./testing/transcripts.js";
+import { createRandom, createTestClock, generatedText, toolRound, user } from "../../test/compaction/transcripts.js";
 import { defaultToolSummaries } from "./tool-summaries.js";
 
 const counter = createTokenCounter();

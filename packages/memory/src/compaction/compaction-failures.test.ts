@@ -10,8 +10,8 @@ import {
   RecordingMemory,
   routeRequests,
   summaryModelName,
-} from "./testing/scripted-session.js";
-import { validSummary } from "./testing/summary-fixtures.js";
+} from "../../test/compaction/scripted-session.js";
+import { validSummary } from "../../test/compaction/summary-fixtures.js";
 import {
   assistant,
   createRandom,
@@ -19,7 +19,7 @@ import {
   generatedText,
   toolRound,
   user,
-} from "./testing/transcripts.js";
+} from "../../test/compaction/transcripts.js";
 
 let llm: ScriptedLlm;
 

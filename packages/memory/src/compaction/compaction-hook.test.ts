@@ -3,7 +3,7 @@ import { createTokenCounter, hasMark, type Message, ProviderError } from "@alman
 import { describe, expect, it } from "vitest";
 import type { CompactionEvent } from "./compaction-events.js";
 import { compactionCounters, createCompactor } from "./compactor.js";
-import { FakeSummaryModel } from "./testing/summary-fixtures.js";
+import { FakeSummaryModel } from "../../test/compaction/summary-fixtures.js";
 import {
   assistant,
   createRandom,
@@ -11,7 +11,7 @@ import {
   generatedText,
   toolRound,
   user,
-} from "./testing/transcripts.js";
+} from "../../test/compaction/transcripts.js";
 
 const counter = createTokenCounter();
 const systemPrompt = "You are Almanac.";

@@ -4,8 +4,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CompactionEndEvent } from "./compaction-events.js";
 import { compactionCounters } from "./compactor.js";
 import { runWithOverflowRecovery } from "./overflow-recovery.js";
-import { createScriptedSession, RecordingMemory, routeRequests } from "./testing/scripted-session.js";
-import { user } from "./testing/transcripts.js";
+import { createScriptedSession, RecordingMemory, routeRequests } from "../../test/compaction/scripted-session.js";
+import { user } from "../../test/compaction/transcripts.js";
 
 const turns = 1_000;
 const systemPrompt = "You are Almanac. Use fetch_report to answer.";

@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { CompactionBatch, CompactionReason } from "./commit-compaction.js";
 import { createCompactor } from "./compactor.js";
-import { FakeSummaryModel } from "./testing/summary-fixtures.js";
+import { FakeSummaryModel } from "../../test/compaction/summary-fixtures.js";
 import {
   assistant,
   createRandom,
@@ -14,7 +14,7 @@ import {
   toolRound,
   user,
   wirePairingProblems,
-} from "./testing/transcripts.js";
+} from "../../test/compaction/transcripts.js";
 
 const counter = createTokenCounter();
 const systemPrompt = "You are Almanac.";

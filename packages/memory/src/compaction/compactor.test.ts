@@ -5,7 +5,7 @@ import type { CompactionBatch } from "./commit-compaction.js";
 import type { CompactionEvent } from "./compaction-events.js";
 import { compactionCounters, createCompactor } from "./compactor.js";
 import type { CompactorOptions } from "./compactor-options.js";
-import { FakeSummaryModel } from "./testing/summary-fixtures.js";
+import { FakeSummaryModel } from "../../test/compaction/summary-fixtures.js";
 import {
   assistant,
   createRandom,
@@ -14,7 +14,7 @@ import {
   toolRound,
   user,
   wirePairingProblems,
-} from "./testing/transcripts.js";
+} from "../../test/compaction/transcripts.js";
 
 const counter = createTokenCounter();
 const systemPrompt = "You are Almanac, a helpful assistant.";

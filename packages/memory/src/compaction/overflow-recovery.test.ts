@@ -2,8 +2,7 @@ import { hasMark, type Message } from "@almanac/core";
 import { ModelError } from "@almanac/llm";
 import { type ScriptedLlm, startScriptedLlm } from "@almanac/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { isContextLengthError, runWithOverflowRecovery } from "./overflow-recovery.js";
-import { createScriptedSession, RecordingMemory, routeRequests } from "./testing/scripted-session.js";
+import { createScriptedSession, RecordingMemory, routeRequests } from "../../test/compaction/scripted-session.js";
 import {
   assistant,
   createRandom,
@@ -11,7 +10,8 @@ import {
   generatedText,
   toolRound,
   user,
-} from "./testing/transcripts.js";
+} from "../../test/compaction/transcripts.js";
+import { isContextLengthError, runWithOverflowRecovery } from "./overflow-recovery.js";
 
 describe("runWithOverflowRecovery", () => {
   const overflow = () => new ModelError("context_length", "too long", { status: 400 });

@@ -1,7 +1,7 @@
 import type { Message } from "@almanac/core";
 import { describe, expect, it } from "vitest";
+import { assistant, createTestClock, toolRound, user } from "../../test/compaction/transcripts.js";
 import { type KeepRecentBudget, splitForCompaction, splitParts } from "./split-turns.js";
-import { assistant, createTestClock, toolRound, user } from "./testing/transcripts.js";
 
 const clock = createTestClock();
 

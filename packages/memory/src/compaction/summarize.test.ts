@@ -6,9 +6,7 @@ import {
   silentLogger,
 } from "@almanac/core";
 import { describe, expect, it } from "vitest";
-import { indexToolCalls } from "./cheap-passes.js";
-import { type SummarizeOptions, summarizeMessages } from "./summarize.js";
-import { FakeSummaryModel, validSummary } from "./testing/summary-fixtures.js";
+import { FakeSummaryModel, validSummary } from "../../test/compaction/summary-fixtures.js";
 import {
   assistant,
   createRandom,
@@ -16,7 +14,9 @@ import {
   generatedText,
   toolRound,
   user,
-} from "./testing/transcripts.js";
+} from "../../test/compaction/transcripts.js";
+import { indexToolCalls } from "./cheap-passes.js";
+import { type SummarizeOptions, summarizeMessages } from "./summarize.js";
 
 const counter = createTokenCounter();
 const clock = createTestClock();

@@ -1,5 +1,6 @@
 import { messageText } from "@almanac/core";
 import { describe, expect, it } from "vitest";
+import { validSummary } from "../../test/compaction/summary-fixtures.js";
 import {
   buildSummaryRequest,
   missingSections,
@@ -7,7 +8,6 @@ import {
   summaryInstructionsTitle,
   summaryTextSchema,
 } from "./summary-prompt.js";
-import { validSummary } from "./testing/summary-fixtures.js";
 
 describe("buildSummaryRequest", () => {
   it("gives the model the previous summary to merge, the messages and the focus", () => {

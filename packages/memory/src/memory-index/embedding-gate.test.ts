@@ -1,8 +1,8 @@
 import type { Embedder } from "@almanac/core";
 import { describe, expect, it } from "vitest";
+import { createRecordingLogger } from "../../test/test-support.js";
 import { createCircuitBreaker } from "./circuit-breaker.js";
 import { createEmbeddingGate } from "./embedding-gate.js";
-import { createRecordingLogger } from "./test-support.js";
 
 describe("createCircuitBreaker", () => {
   it("opens after consecutive failures, half-opens after the cool-down, and closes on success", () => {

@@ -4,11 +4,11 @@ import * as path from "node:path";
 import { createToolkit, type Toolkit } from "@almanac/agent";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { waitFor } from "../../test/test-support.js";
 import { createMemoryIndexer } from "./memory-indexer.js";
 import { createMemorySearch } from "./memory-search.js";
 import { createMemoryTools } from "./memory-tools.js";
 import { createSqliteIndex } from "./sqlite-index.js";
-import { waitFor } from "./test-support.js";
 import type { MemoryIndexBackend } from "./types.js";
 
 let root: string;

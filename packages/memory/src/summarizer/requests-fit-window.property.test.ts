@@ -7,8 +7,7 @@ import { createOpenAIChatModel } from "@almanac/llm";
 import { type RecordedChatRequest, type ScriptedLlm, startScriptedLlm } from "@almanac/testkit";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import { createCompactor } from "../compaction/compactor.js";
-import { isSummaryRequest, summaryStep } from "../compaction/testing/scripted-session.js";
+import { isSummaryRequest, summaryStep } from "../../test/compaction/scripted-session.js";
 import {
   assistant,
   createRandom,
@@ -16,10 +15,11 @@ import {
   type RoundCall,
   toolRound,
   user,
-} from "../compaction/testing/transcripts.js";
+} from "../../test/compaction/transcripts.js";
+import { factSummarizerStep } from "../../test/summarizer/fact-summarizer.js";
+import { createCompactor } from "../compaction/compactor.js";
 import { createSummarizer } from "./summarizer.js";
 import { createSummaryQueue } from "./summary-queue.js";
-import { factSummarizerStep } from "./testing/fact-summarizer.js";
 
 const counter = createTokenCounter();
 const day = Date.UTC(2024, 4, 1, 8);

@@ -7,7 +7,7 @@ import { type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 const repoRoot = fileURLToPath(new URL("../../../../", import.meta.url));
-const childScript = fileURLToPath(new URL("./testing/summary-queue-child.ts", import.meta.url));
+const childScript = fileURLToPath(new URL("../../test/summarizer/summary-queue-child.ts", import.meta.url));
 
 let llm: ScriptedLlm;
 let base: string;

@@ -3,11 +3,11 @@ import { createTokenCounter, type Message } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import { type RecordedChatRequest, type ScriptedLlm, type ScriptStep, script } from "@almanac/testkit";
 import { z } from "zod";
-import type { CompactionBatch } from "../commit-compaction.js";
-import type { CompactionEvent } from "../compaction-events.js";
-import { type Compactor, createCompactor } from "../compactor.js";
-import type { CompactorOptions } from "../compactor-options.js";
-import { summaryInstructionsTitle } from "../summary-prompt.js";
+import type { CompactionBatch } from "../../src/compaction/commit-compaction.js";
+import type { CompactionEvent } from "../../src/compaction/compaction-events.js";
+import { type Compactor, createCompactor } from "../../src/compaction/compactor.js";
+import type { CompactorOptions } from "../../src/compaction/compactor-options.js";
+import { summaryInstructionsTitle } from "../../src/compaction/summary-prompt.js";
 import { createReportTool } from "./generated-tools.js";
 import { requestHasTurnPrefix, validSummary } from "./summary-fixtures.js";
 

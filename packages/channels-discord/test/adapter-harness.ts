@@ -5,8 +5,8 @@ import {
   startFakeDiscord,
   waitUntil,
 } from "@almanac/testkit/discord";
-import { createDiscordAdapter, type DiscordAdapter } from "./discord-adapter.js";
-import type { DiscordAdapterConfig } from "./types.js";
+import { createDiscordAdapter, type DiscordAdapter } from "../src/discord-adapter.js";
+import type { DiscordAdapterConfig } from "../src/types.js";
 
 /** One line a {@link recordingLogger} kept. */
 export interface LogLine {

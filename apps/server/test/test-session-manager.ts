@@ -1,11 +1,11 @@
 import { createToolkit } from "@almanac/agent";
 import { type ChatModel, createTokenCounter, silentLogger } from "@almanac/core";
 import { OWNER_SCOPE } from "@almanac/memory";
-import { loadConfig } from "../config/load-config.js";
-import { type AgentRuntime, createAgentRuntime } from "../runtime/agent-runtime.js";
-import { SessionManager } from "../runtime/session-manager.js";
-import { createLaneScheduler } from "../sessions/lane-scheduler.js";
-import { createSessionStore } from "../sessions/session-store.js";
+import { loadConfig } from "../src/config/load-config.js";
+import { type AgentRuntime, createAgentRuntime } from "../src/runtime/agent-runtime.js";
+import { SessionManager } from "../src/runtime/session-manager.js";
+import { createLaneScheduler } from "../src/sessions/lane-scheduler.js";
+import { createSessionStore } from "../src/sessions/session-store.js";
 
 /** The real agent runtime (compaction included) over a model fake, with an empty configuration. Tests only. */
 export function createTestRuntime(chatModel: ChatModel, home: string): AgentRuntime {

@@ -10,9 +10,9 @@
 import { createMessage, createTokenCounter } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import { z } from "zod";
-import { createMemoryFileStore, type MemoryFileStore } from "../memory-file-store.js";
-import { createSummarizer } from "../summarizer.js";
-import { createSummaryQueue } from "../summary-queue.js";
+import { createMemoryFileStore, type MemoryFileStore } from "../../src/summarizer/memory-file-store.js";
+import { createSummarizer } from "../../src/summarizer/summarizer.js";
+import { createSummaryQueue } from "../../src/summarizer/summary-queue.js";
 
 const configSchema = z.object({
   workspace: z.string(),

@@ -6,8 +6,8 @@ import {
   startFakeDingTalk,
   waitUntil,
 } from "@almanac/testkit/dingtalk";
-import { createDingTalkAdapter, type DingTalkAdapter } from "./dingtalk-adapter.js";
-import type { DingTalkAdapterConfig } from "./types.js";
+import { createDingTalkAdapter, type DingTalkAdapter } from "../src/dingtalk-adapter.js";
+import type { DingTalkAdapterConfig } from "../src/types.js";
 
 /** One call to the recording logger. */
 export interface LogEntry {

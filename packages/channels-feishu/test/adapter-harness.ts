@@ -1,7 +1,7 @@
 import type { InboundMessage } from "@almanac/core";
 import { type FakeFeishu, type FakeFeishuOptions, startFakeFeishu, waitUntil } from "@almanac/testkit/feishu";
-import { createFeishuAdapter, type FeishuAdapter } from "../feishu-adapter.js";
-import type { FeishuAdapterConfig } from "../types.js";
+import { createFeishuAdapter, type FeishuAdapter } from "../src/feishu-adapter.js";
+import type { FeishuAdapterConfig } from "../src/types.js";
 
 /** A fake Feishu, an adapter pointed at it, and what the adapter delivered. */
 export interface Harness {
