@@ -1,7 +1,8 @@
+import { summarySections } from "@almanac/memory";
 import { lastUserText, script } from "@almanac/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { openLiveEvents, type ReceivedEvent } from "./live-events.js";
-import { startTestServer, type TestServer } from "./test-server.js";
+import { isSummarizerRequest, startTestServer, type TestServer } from "./test-server.js";
 
 let running: TestServer | undefined;
 afterEach(async () => {
@@ -18,6 +19,11 @@ async function consoleTurn(server: TestServer, conversation: string, message: st
   });
   expect(response.status).toBe(200);
   return response.text();
+}
+
+async function stopRunning(server: TestServer, key: string): Promise<boolean> {
+  const response = await server.api(`/api/sessions/${encodeURIComponent(key)}/stop`, { method: "POST" });
+  return ((await response.json()) as { stopped: boolean }).stopped;
 }
 
 const isType = (type: string, sessionKey?: string) => (event: ReceivedEvent) =>
@@ -78,6 +84,54 @@ describe("live events (GET /api/events)", () => {
       (queue.pending ?? 0) + (queue.running ?? 0) + (queue.done ?? 0) + (queue.parked ?? 0),
     ).toBeGreaterThan(0);
     live.close();
+  });
+
+  it("says when a session was compacted, with the tokens before and after", async () => {
+    running = await startTestServer({ env: { ALMANAC_COMPACTION_MODEL: "compactor" } });
+    const summary = summarySections
+      .map((heading) => `## ${heading}\n${heading === "Done" ? "Talked about the garden." : "None."}`)
+      .join("\n\n");
+    running.llm.setFallback((request) =>
+      request.model === "compactor"
+        ? script.text(summary)
+        : isSummarizerRequest(request)
+          ? script.text("Nothing worth storing.")
+          : script.text("Sure."),
+    );
+    const key = consoleKey("garden");
+    for (let turn = 0; turn < 8; turn += 1) await consoleTurn(running, "garden", `garden note ${turn}`);
+    const live = await openLiveEvents(running.server.url);
+    await live.waitFor(isType("snapshot"));
+    await consoleTurn(running, "garden", "/compact");
+    const compacted = await live.waitFor(isType("session-compacted", key));
+    expect(compacted.data).toMatchObject({ reason: "command", tokensBefore: expect.any(Number) });
+    expect(compacted.data.tokensAfter).toEqual(expect.any(Number));
+    const finished = await live.waitFor(isType("turn-finished", key));
+    expect(finished.data).toMatchObject({ kind: "command", outcome: "ok", session: { compactions: 1 } });
+    live.close();
+  });
+
+  it("lists a turn that is running when a client connects in its snapshot", async () => {
+    running = await startTestServer();
+    running.llm.enqueue(script.text("slow answer", { delayMs: 2_000 }));
+    const turn = consoleTurn(running, "slow", "take your time");
+    let snapshot: ReceivedEvent | undefined;
+    for (let attempt = 0; attempt < 100 && snapshot === undefined; attempt += 1) {
+      const live = await openLiveEvents(running.server.url);
+      const first = await live.waitFor(isType("snapshot"));
+      live.close();
+      const runningTurns = (first.data.sessions as { running: unknown[] }).running;
+      if (runningTurns.length > 0) snapshot = first;
+      else await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(snapshot?.data.sessions).toMatchObject({
+      loaded: [consoleKey("slow")],
+      running: [
+        { sessionKey: consoleKey("slow"), channel: "web", kind: "reply", startedAt: expect.any(Number) },
+      ],
+    });
+    expect(await stopRunning(running, consoleKey("slow"))).toBe(true);
+    expect(await turn).toContain('"type":"stopped"');
   });
 
   it("ends every open stream with a close event when the server shuts down", async () => {
