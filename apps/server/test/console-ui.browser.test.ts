@@ -84,7 +84,10 @@ describe("console: Markdown, Stop and charts in a real browser", () => {
       if (text.startsWith("hostile")) return script.text(HOSTILE, { chunkDelayMs: 5 });
       if (text.startsWith("showcase")) return script.text(SHOWCASE);
       if (text.startsWith("long")) return script.text(LONG_REPLY, { chunkDelayMs: 150 });
-      return script.text(`Noted: ${text}. ${"Some more words to fill the context. ".repeat(15)}`);
+      if (text.startsWith("q:"))
+        return script.text(`Noted: ${text}. ${"Some more words to fill the context. ".repeat(40)}`);
+      // Anything else (the compaction's summary, the summarizer) gets a short answer.
+      return script.text("The user asked about tides, sails and knots.");
     });
     page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
     page.on("dialog", (dialog) => {
@@ -184,10 +187,11 @@ describe("console: Markdown, Stop and charts in a real browser", () => {
 
   it("charts a session's context per turn with its compaction marked", async () => {
     await openConversation("charted");
-    for (const message of ["first question", "second question", "third question"]) {
+    const ask = async (message: string) => {
       await send(message);
       await page.locator(".bubble.assistant:not(.streaming)", { hasText: `Noted: ${message}` }).waitFor();
-    }
+    };
+    for (const topic of ["tides", "sails", "knots", "charts", "weather"]) await ask(`q: ${topic}`);
     const compact = await running.api(
       `/api/sessions/${encodeURIComponent("web:default:web:charted")}/compact`,
       {
@@ -195,14 +199,13 @@ describe("console: Markdown, Stop and charts in a real browser", () => {
       },
     );
     expect(compact.status).toBe(200);
-    await send("fourth question");
-    await page.locator(".bubble.assistant:not(.streaming)", { hasText: "Noted: fourth question" }).waitFor();
+    await ask("q: anchors");
     await page.getByRole("link", { name: "Sessions" }).click();
     await page.getByRole("link", { name: "web:default:web:charted" }).click();
     const figure = page.getByRole("figure", { name: "Context per turn" });
     await figure.locator("canvas").first().waitFor();
-    await expect(figure.getAttribute("data-points")).resolves.toBe("4");
-    await figure.getByText(/before turn 4 \(command/).waitFor();
+    await expect(figure.getAttribute("data-points")).resolves.toBe("6");
+    await figure.getByText(/before turn 6 \(command/).waitFor();
     // The canvas has a drawn line, not just a blank area.
     const drawn = await figure
       .locator("canvas")
@@ -221,6 +224,23 @@ describe("console: Markdown, Stop and charts in a real browser", () => {
   });
 
   it("charts tokens per day per model, summarizer jobs and memory growth", async () => {
+    const put = await running.api("/api/memory/files/MEMORY.md", {
+      method: "PUT",
+      body: JSON.stringify({ content: "# Facts\n\n- The user sails a dinghy called Marigold.\n" }),
+    });
+    expect(put.status).toBeLessThan(300);
+    // The index follows the write through its watcher; reading the chart data samples it once it is idle.
+    await expect
+      .poll(
+        async () => {
+          const body = (await (await running.api("/api/stats/memory?days=7")).json()) as {
+            samples: Array<{ chunks: number }>;
+          };
+          return body.samples.at(-1)?.chunks ?? 0;
+        },
+        { timeout: 10_000 },
+      )
+      .toBeGreaterThan(0);
     await page.getByRole("link", { name: "Charts" }).click();
     for (const title of ["Tokens per day, by model", "Summarizer jobs per day", "Memory files and chunks"]) {
       const figure = page.getByRole("figure", { name: title });

@@ -6,7 +6,7 @@ export interface ChartSeries {
   readonly label: string;
   readonly values: readonly (number | null)[];
   readonly color?: string;
-  /** A reference line (e.g. the context window), drawn dashed and never as bars. */
+  /** A reference line, drawn dashed and never as bars. */
   readonly dash?: boolean;
   /** `right`: on a second axis (a series of another magnitude, e.g. files beside chunks). */
   readonly axis?: "left" | "right";
@@ -16,6 +16,8 @@ export interface ChartSeries {
 export interface ChartSpec {
   readonly x: readonly number[];
   readonly xKind: "time" | "number";
+  /** The x range to show whatever the data (e.g. every day asked for, when only some have a point). */
+  readonly xRange?: readonly [number, number];
   readonly xLabel?: string;
   readonly yLabel?: string;
   readonly kind?: "lines" | "bars";

@@ -11,16 +11,12 @@ export function ContextChart(props: { history: unknown }) {
   const history = asRecord(props.history);
   const spec = useMemo((): ChartSpec => {
     const turns = asArray(history.turns).map(asRecord);
-    const window = num(history.contextWindow) ?? 0;
     return {
       x: turns.map((turn) => num(turn.turn) ?? 0),
       xKind: "number",
       xLabel: "Turn",
       yLabel: "Tokens",
-      series: [
-        { label: "Context tokens", values: turns.map((turn) => num(turn.contextTokens) ?? null) },
-        { label: "Context window", values: turns.map(() => window), dash: true, color: "#999999" },
-      ],
+      series: [{ label: "Context tokens", values: turns.map((turn) => num(turn.contextTokens) ?? null) }],
       marks: asArray(history.compactions)
         .map(asRecord)
         .filter((compaction) => num(compaction.turn) !== undefined)
@@ -28,10 +24,11 @@ export function ContextChart(props: { history: unknown }) {
     };
   }, [props.history]);
   const compactions = asArray(history.compactions).map(asRecord);
+  const window = `Tokens of the next request after each turn, of a ${(num(history.contextWindow) ?? 0).toLocaleString()}-token window.`;
   const caption =
     compactions.length === 0
-      ? "No compaction yet."
-      : `Compactions (dashed red lines): ${compactions
+      ? `${window} No compaction yet.`
+      : `${window} Compactions (dashed red lines): ${compactions
           .map(
             (compaction) =>
               `${num(compaction.turn) === undefined ? "after the last turn" : `before turn ${num(compaction.turn)}`} ` +

@@ -45,11 +45,12 @@ function summarizerSpec(body: unknown): ChartSpec {
   };
 }
 
-function memorySpec(body: unknown): ChartSpec {
+function memorySpec(body: unknown, range: ChartSpec["xRange"]): ChartSpec {
   const samples = asArray(asRecord(body).samples).map(asRecord);
   return {
     x: samples.map((sample) => dayTime(str(sample.date))),
     xKind: "time",
+    ...(range ? { xRange: range } : {}),
     yLabel: "Chunks",
     series: [
       { label: "Chunks", values: samples.map((sample) => num(sample.chunks) ?? 0) },
@@ -66,7 +67,13 @@ export function ChartsPage() {
   const memory = useLoad(() => api(`/api/stats/memory?days=${days}`), `memory/${days}`);
   const tokenChart = useMemo(() => tokensSpec(tokens.data), [tokens.data]);
   const summarizerChart = useMemo(() => summarizerSpec(summarizer.data), [summarizer.data]);
-  const memoryChart = useMemo(() => memorySpec(memory.data), [memory.data]);
+  // Memory has points only on days the server sampled: show them against the whole range asked for.
+  const memoryChart = useMemo(() => {
+    const x = tokenChart.x;
+    const first = x[0];
+    const last = x.at(-1);
+    return memorySpec(memory.data, first === undefined || last === undefined ? undefined : [first, last]);
+  }, [memory.data, tokenChart]);
   const timeZone = str(asRecord(tokens.data).timeZone);
   const tokenTotal = tokenChart.series.reduce(
     (sum, series) => sum + series.values.reduce<number>((total, value) => total + (value ?? 0), 0),

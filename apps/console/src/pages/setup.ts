@@ -7,6 +7,11 @@ import { ErrorBox, useLoad } from "../ui.js";
 /** The colour of a check's status (the classes the System page uses for states). */
 const STATE_CLASS: Record<string, string> = { ok: "ready", warn: "pending", fail: "error" };
 
+/** Text with `backticked` parts shown as code. */
+function withCode(text: string) {
+  return text.split("`").map((part, index) => (index % 2 === 1 ? html`<code>${part}</code>` : part));
+}
+
 /** Example settings as `.env` lines. */
 function envText(env: Record<string, unknown>): string {
   return Object.entries(env)
@@ -43,15 +48,17 @@ export function SetupPage() {
                     <h2>No model is configured yet</h2>
                     <p>Chat answers <code>503 model.not_configured</code> until these are set:
                       ${missing.map((name) => html` <code class="missing">${name}</code>`)}.</p>
-                    <p>Set them in the environment, in <code>.env</code> next to where you start the server, or in
-                      <code>almanac.yaml</code>, then restart the server and press <em>Check again</em>.</p>
+                    <p>
+                      Set them in the environment, in <code>.env</code> next to where you start the server, or in${" "}
+                      <code>almanac.yaml</code>, then restart the server and press <em>Check again</em>.
+                    </p>
                   </div>`
             }
             <div class="card">
               <h2>Checks</h2>
               <ul class="checks">
                 ${checks.map(
-                  (entry) => html`<li class=${`check ${str(entry.status)}`}>
+                  (entry) => html`<li class=${`check check-${str(entry.status)}`}>
                     <span class=${`state ${STATE_CLASS[str(entry.status)] ?? "disabled"}`}>${str(entry.status)}</span>
                     <strong>${str(entry.name)}</strong>
                     <span>${str(entry.message)}</span>
@@ -71,10 +78,12 @@ export function SetupPage() {
               ${
                 example
                   ? html`<div role="tabpanel" aria-label=${str(example.label)}>
-                      <p>${str(example.note)}</p>
+                      <p>${withCode(str(example.note))}</p>
                       <pre class="env-example">${envText(asRecord(example.env))}</pre>
-                      <p class="muted small">Values in angle brackets are yours to fill in. See
-                        <code>docs/console.md</code> and the README's configuration table for every setting.</p>
+                      <p class="muted small">
+                        Values in angle brackets are yours to fill in. Every setting is in the README's configuration${" "}
+                        table and in <code>.env.example</code>.
+                      </p>
                     </div>`
                   : null
               }
