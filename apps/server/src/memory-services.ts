@@ -16,7 +16,6 @@ import {
   createMemoryIndexer,
   createMemorySearch,
   createMemoryTools,
-  createQdrantIndex,
   createSqliteIndex,
   createSummarizer,
   createSummaryQueue,
@@ -318,6 +317,8 @@ async function createIndexBackend(
         "ALMANAC_INDEX_BACKEND=qdrant needs ALMANAC_QDRANT_URL (e.g. http://qdrant:6333).",
       );
     }
+    // Loaded only when configured: the Qdrant client (with its HTTP stack) is ~20 MB resident and ~45 ms to load.
+    const { createQdrantIndex } = await import("@almanac/memory/qdrant");
     return createQdrantIndex({
       url: index.qdrantUrl,
       ...(index.qdrantApiKey ? { apiKey: index.qdrantApiKey } : {}),

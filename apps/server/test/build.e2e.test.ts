@@ -25,9 +25,13 @@ const REGISTER = `import { register } from "node:module";
 register("./hooks.mjs", import.meta.url);
 `;
 
-/** Modules a CLI client command must never load: the server, the channel SDKs, the tokenizer, SQLite. */
+/**
+ * Modules a CLI client command must never load: the server, the channel SDKs, the tokenizer, SQLite, and the
+ * Qdrant client (which the server too loads only when Qdrant is configured).
+ */
 const SERVER_ONLY = [
   "fastify",
+  "@qdrant/js-client-rest",
   "discord.js",
   "@larksuiteoapi",
   "dingtalk-stream",
@@ -154,7 +158,7 @@ describe("the production build", () => {
     const urls = await loaded("server-loaded.txt");
     expect(urls.some((entry) => entry.endsWith("/dist/main.js"))).toBe(true);
     expect(urls.filter((entry) => entry.endsWith(".ts") || entry.includes("/node_modules/tsx"))).toEqual([]);
-    // No channel is configured: no channel SDK is loaded.
+    // No channel and no Qdrant are configured: no channel SDK and no Qdrant client is loaded.
     expect(
       packagesIn(urls).filter(
         (name) => !["fastify", "gpt-tokenizer", "better-sqlite3", "openai"].includes(name),

@@ -27,7 +27,8 @@ export {
   type SearchOptions,
 } from "./memory-search.js";
 export { createMemoryTools, type MemoryToolsOptions } from "./memory-tools.js";
-export { createQdrantIndex, type QdrantIndexOptions } from "./qdrant-index.js";
+// createQdrantIndex is imported from "@almanac/memory/qdrant", only where Qdrant is configured (its client is
+// ~20 MB resident): re-exported here, it would be bundled into every server start.
 export { createSqliteIndex, type SqliteIndexOptions } from "./sqlite-index.js";
 export { type AnalyzedQuery, analyzeQuery, analyzeText, type QueryConcept } from "./text-analysis.js";
 export type {
