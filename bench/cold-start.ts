@@ -14,13 +14,14 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { startScriptedLlm } from "../packages/testkit/src/index.js";
+import { writeYearCorpus } from "./year-corpus.js";
 
 const { values } = parseArgs({
   options: {
@@ -52,29 +53,9 @@ const median = (samples: number[]) => {
 const show = (samples: number[]) =>
   `median ${median(samples).toFixed(0)} ms  (runs: ${samples.map((value) => value.toFixed(0)).join(", ")})`;
 
-/** A year of daily logs with a few facts per day, about the size of the issue's corpus. */
-async function writeCorpus(home: string): Promise<void> {
-  const memoryDir = join(home, "workspace", "memory");
-  await mkdir(memoryDir, { recursive: true });
-  const topics = ["deploy", "invoice", "garden", "kernel", "travel", "recipe", "backup", "meeting"];
-  const day = (index: number) =>
-    new Date(Date.UTC(2025, 0, 1) + index * 86_400_000).toISOString().slice(0, 10);
-  await writeFile(
-    join(home, "workspace", "MEMORY.md"),
-    `# Memory\n\n${topics.map((topic, index) => `- The ${topic} code is ${topic.toUpperCase()}-${index * 7}.`).join("\n")}\n`,
-  );
-  for (let index = 0; index < 365; index += 1) {
-    const lines = Array.from({ length: 24 }, (_, line) => {
-      const topic = topics[(index + line) % topics.length];
-      return `- ${String(line).padStart(2, "0")}:00 talked about the ${topic} (ticket T-${index * 31 + line}), decided to follow up on day ${index + 1} with notes on ${topic} and its budget.`;
-    });
-    await writeFile(join(memoryDir, `${day(index)}.md`), `# ${day(index)}\n\n${lines.join("\n")}\n`);
-  }
-}
-
 const llm = await startScriptedLlm({});
 const home = await mkdtemp(join(tmpdir(), "almanac-cold-"));
-if (values.memory === "year") await writeCorpus(home);
+if (values.memory === "year") await writeYearCorpus(join(home, "workspace"));
 const env = {
   PATH: process.env.PATH ?? "",
   ALMANAC_HOME: home,

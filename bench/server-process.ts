@@ -1,0 +1,284 @@
+/**
+ * The server as a user runs it, measured from outside (not part of the test run): `almanac start` in its own
+ * process with the year corpus (bench/year-corpus.ts) in its workspace, the scripted model (answers
+ * instantly) in a third process, and this process as the client over HTTP:
+ *  1. resident memory (RSS, /proc) after start + `--idle-seconds` idle (default 30), and after one turn;
+ *  2. `GET /api/memory/search` latency over HTTP (keep-alive, sequential), p50/p95;
+ *  3. RSS with `--sessions` (default 1,000) loaded idle sessions (one turn each, 100 at a time);
+ *  4. 100 concurrent sessions × 10 turns through `/v1/chat/completions`: latency p50/p99.
+ * `--quick` stops after 2 (for comparing start-up memory); `--memory empty` starts with no memory files;
+ * `--restart` measures a second start over the index the first one built (after `--idle-seconds`).
+ *
+ * Run: node --import tsx bench/server-process.ts [--runner dist|bin|source] [--idle-seconds 30] [--sessions 1000]
+ *      [--memory year|empty] [--quick] [--restart]
+ *   dist   `node --enable-source-maps apps/server/dist/main.js` (default; build first: `pnpm build:server`;
+ *          `--main <file>` runs another build's main.js, e.g. a copy of dist/ from before a change)
+ *   bin    `node apps/server/bin/almanac.js`;  source  the TypeScript through tsx
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { script, startScriptedLlm } from "../packages/testkit/src/index.js";
+import { writeYearCorpus, yearQueries } from "./year-corpus.js";
+
+const { values } = parseArgs({
+  options: {
+    runner: { type: "string", default: "dist" },
+    main: { type: "string" },
+    "idle-seconds": { type: "string", default: "30" },
+    sessions: { type: "string", default: "1000" },
+    memory: { type: "string", default: "year" },
+    quick: { type: "boolean", default: false },
+    restart: { type: "boolean", default: false },
+    "serve-model": { type: "boolean", default: false },
+  },
+});
+
+// The scripted model's own process: prints its URL, serves until stdin closes.
+if (values["serve-model"]) {
+  const llm = await startScriptedLlm({});
+  llm.setFallback(() => script.text("ok"));
+  process.stdout.write(`${JSON.stringify({ baseURL: llm.baseURL })}\n`);
+  process.stdin.resume();
+  process.stdin.on("end", () => void llm.close().then(() => process.exit(0)));
+} else {
+  await main();
+}
+
+async function main(): Promise<void> {
+  const root = fileURLToPath(new URL("..", import.meta.url));
+  const runners: Record<string, readonly string[]> = {
+    dist: ["--enable-source-maps", values.main ?? join(root, "apps/server/dist/main.js")],
+    bin: [join(root, "apps/server/bin/almanac.js")],
+    source: ["--import", "tsx", join(root, "apps/server/src/main.ts")],
+  };
+  const runnerArgs = runners[values.runner];
+  if (runnerArgs === undefined) throw new Error(`--runner must be one of ${Object.keys(runners).join(", ")}`);
+  const idleSeconds = Number(values["idle-seconds"]);
+  const idleSessions = Number(values.sessions);
+  const token = "bench-admin-token-0123456789";
+
+  const model = spawn(
+    process.execPath,
+    [...process.execArgv, fileURLToPath(import.meta.url), "--serve-model"],
+    {
+      stdio: ["pipe", "pipe", "inherit"],
+    },
+  );
+  const modelURL = await firstLine(model).then((line) => {
+    const parsed: unknown = JSON.parse(line);
+    if (
+      typeof parsed !== "object" ||
+      parsed === null ||
+      !("baseURL" in parsed) ||
+      typeof parsed.baseURL !== "string"
+    )
+      throw new Error(`unexpected model line: ${line}`);
+    return parsed.baseURL;
+  });
+
+  const home = await mkdtemp(join(tmpdir(), "almanac-process-bench-"));
+  if (values.memory === "year") await writeYearCorpus(join(home, "workspace"));
+  const env = {
+    PATH: process.env.PATH ?? "",
+    ALMANAC_HOME: home,
+    ALMANAC_PORT: "0",
+    ALMANAC_ADMIN_TOKEN: token,
+    ALMANAC_LOG_LEVEL: "info",
+    ALMANAC_MODEL_BASE_URL: modelURL,
+    ALMANAC_MODEL_NAME: "scripted-model",
+    ALMANAC_MODEL_MAX_RETRIES: "0",
+    ALMANAC_MAX_CONCURRENT_TURNS: "100",
+    ALMANAC_SESSION_QUEUE_LIMIT: "100",
+    ALMANAC_SESSION_IDLE_UNLOAD_MS: "3600000",
+  };
+  let server = await startAlmanac(runnerArgs, env);
+  if (values.restart) {
+    // The index is built now: what a restart after an upgrade or a crash finds.
+    await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
+    await server.stop();
+    server = await startAlmanac(runnerArgs, env);
+  }
+  const { base, pid: serverPid, startMs } = server;
+  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+
+  const turn = async (user: string, content: string): Promise<number> => {
+    const begin = performance.now();
+    const response = await fetch(`${base}/v1/chat/completions`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ model: "almanac", user, messages: [{ role: "user", content }] }),
+    });
+    if (!response.ok) throw new Error(`turn failed: ${response.status} ${await response.text()}`);
+    await response.json();
+    return performance.now() - begin;
+  };
+  const search = async (query: string): Promise<number> => {
+    const begin = performance.now();
+    const response = await fetch(`${base}/api/memory/search?q=${encodeURIComponent(query)}`, { headers });
+    if (!response.ok) throw new Error(`search failed: ${response.status} ${await response.text()}`);
+    await response.json();
+    return performance.now() - begin;
+  };
+
+  const report: string[] = [];
+  const note = (line: string) => {
+    report.push(line);
+    console.error(line);
+  };
+  note(`server start → /healthz 200: ${startMs.toFixed(0)} ms (runner ${values.runner})`);
+
+  await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
+  note(
+    `RSS after start + ${idleSeconds} s idle: ${memory(serverPid)}; server CPU so far ${cpuMs(serverPid)} ms`,
+  );
+
+  await turn("first", "hello");
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  note(`RSS after one turn: ${memory(serverPid)}`);
+
+  for (const query of yearQueries) await search(query); // warm-up
+  const searches: number[] = [];
+  for (let round = 0; round < 50; round += 1)
+    for (const query of yearQueries) searches.push(await search(query));
+  note(`memory search over HTTP (${yearQueries.length} queries × 50, sequential): ${format(searches)}`);
+  note(`RSS after the searches: ${memory(serverPid)}`);
+
+  if (!values.quick) await loadSessions();
+  note(
+    `node ${process.version}, load average ${loadavg()
+      .map((value) => value.toFixed(2))
+      .join(" ")}`,
+  );
+
+  await server.stop();
+  model.stdin?.end();
+  await new Promise<void>((resolve) => model.on("exit", () => resolve()));
+  await rm(home, { recursive: true, force: true });
+  console.log(report.join("\n"));
+
+  async function loadSessions(): Promise<void> {
+    const rssBefore = rss(serverPid);
+    for (let batch = 0; batch < idleSessions; batch += 100) {
+      await Promise.all(
+        Array.from({ length: Math.min(100, idleSessions - batch) }, (_, index) =>
+          turn(`idle-${batch + index}`, "hello, remember me"),
+        ),
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const rssAfter = rss(serverPid);
+    note(
+      `RSS with ${idleSessions} loaded idle sessions: ${memory(serverPid)} (+${((rssAfter - rssBefore) / idleSessions).toFixed(1)} KiB a session)`,
+    );
+
+    const concurrent: number[] = [];
+    await Promise.all(
+      Array.from({ length: 100 }, async (_, session) => {
+        for (let index = 0; index < 10; index += 1)
+          concurrent.push(await turn(`c${session}`, `message ${index}`));
+      }),
+    );
+    note(`100 concurrent sessions × 10 turns: ${format(concurrent)}`);
+    note(`RSS at the end: ${memory(serverPid)}; server CPU ${cpuMs(serverPid)} ms`);
+  }
+}
+
+/** A running `almanac start`. */
+interface RunningServer {
+  readonly base: string;
+  readonly pid: number;
+  /** Spawn → first `/healthz` 200. */
+  readonly startMs: number;
+  stop(): Promise<void>;
+}
+
+/** Spawns `almanac start` and waits for its health endpoint (the port is random: read from its log line). */
+async function startAlmanac(
+  runnerArgs: readonly string[],
+  env: Record<string, string>,
+): Promise<RunningServer> {
+  const started = performance.now();
+  const server = spawn(process.execPath, [...runnerArgs, "start"], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const keep = (chunk: Buffer) => {
+    if (output.length < 100_000) output += chunk.toString();
+  };
+  server.stdout?.on("data", keep);
+  server.stderr?.on("data", keep);
+  const exited = new Promise<void>((resolve) => server.on("exit", () => resolve()));
+  const pid = server.pid;
+  if (pid === undefined) throw new Error("server did not start");
+  for (;;) {
+    if (server.exitCode !== null) throw new Error(`server exited:\n${output}`);
+    const found = /"url":"(http:\/\/[^"]+)"/.exec(output)?.[1];
+    if (found !== undefined && (await fetch(`${found}/healthz`).catch(() => undefined))?.ok) {
+      return {
+        base: found,
+        pid,
+        startMs: performance.now() - started,
+        stop: async () => {
+          server.kill("SIGTERM");
+          await exited;
+        },
+      };
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** The first line a child prints on stdout. */
+function firstLine(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buffered = "";
+    child.stdout?.on("data", (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const end = buffered.indexOf("\n");
+      if (end !== -1) resolve(buffered.slice(0, end));
+    });
+    child.on("exit", (code) => reject(new Error(`model process exited ${code}`)));
+  });
+}
+
+/** A field of /proc/<pid>/status in KiB (Linux), NaN elsewhere. */
+function statusKiB(pid: number, field: "VmRSS" | "VmHWM"): number {
+  const file = `/proc/${pid}/status`;
+  if (!existsSync(file)) return Number.NaN;
+  return Number(
+    new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(file, "utf8"))?.[1] ?? Number.NaN,
+  );
+}
+
+function rss(pid: number): number {
+  return statusKiB(pid, "VmRSS");
+}
+
+function memory(pid: number): string {
+  return `${(rss(pid) / 1024).toFixed(1)} MB (peak ${(statusKiB(pid, "VmHWM") / 1024).toFixed(1)} MB)`;
+}
+
+/** User + system CPU time of a process so far, in ms (/proc, Linux). */
+function cpuMs(pid: number): number {
+  const file = `/proc/${pid}/stat`;
+  if (!existsSync(file)) return Number.NaN;
+  const stat = readFileSync(file, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+function percentile(values: readonly number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+function format(values: readonly number[]): string {
+  return `p50 ${percentile(values, 50).toFixed(2)} ms, p95 ${percentile(values, 95).toFixed(2)} ms, p99 ${percentile(values, 99).toFixed(2)} ms (n=${values.length})`;
+}
