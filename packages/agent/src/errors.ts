@@ -31,8 +31,3 @@ export class AgentError extends AlmanacError {
     super(agentErrorCategories[code], code, message, options);
   }
 }
-
-/** Type guard for an {@link AgentError}, optionally of one code. */
-export function isAgentError(error: unknown, code?: AgentErrorCode): error is AgentError {
-  return error instanceof AgentError && (code === undefined || error.code === code);
-}

@@ -5,7 +5,7 @@ export {
   createAgent,
 } from "./agent.js";
 export type { AgentEvent, AgentRunResult, AgentStopReason } from "./agent-events.js";
-export { AgentError, type AgentErrorCode, agentErrorCategories, isAgentError } from "./errors.js";
+export { AgentError, type AgentErrorCode, agentErrorCategories } from "./errors.js";
 export {
   createHookRegistry,
   type HookEvent,

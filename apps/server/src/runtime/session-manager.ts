@@ -35,10 +35,7 @@ import type {
 
 export type {
   SessionDetail,
-  SessionLifecycle,
   SessionManagerOptions,
-  TurnObserver,
-  TurnOutcomeLabel,
   TurnRequest,
   TurnResult,
 } from "./session-types.js";

@@ -3,14 +3,6 @@ import { type TokenCounter, UserError } from "@almanac/core";
 import { z } from "zod";
 import type { StagedMemoryFile } from "./staged-memory-file.js";
 
-/** Names of the summarizer's tools, for prompts and tests. */
-export const DAY_LOG_TOOL_NAMES = [
-  "read_day_log",
-  "edit_day_log",
-  "append_day_log",
-  "rewrite_day_log",
-] as const;
-
 function describeSize(text: string): string {
   const lines = text === "" ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0);
   return `${lines} ${lines === 1 ? "line" : "lines"}, ${text.length} characters`;

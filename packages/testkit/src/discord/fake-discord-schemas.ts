@@ -52,9 +52,6 @@ export const createMessageBodySchema = z.object({
   flags: z.number().int().optional(),
 });
 
-/** A parsed `POST /channels/:id/messages` body. */
-export type CreateMessageBody = z.infer<typeof createMessageBodySchema>;
-
 /** Body of `POST /users/@me/channels` (open a DM). */
 export const createDmBodySchema = z.object({ recipient_id: snowflake });
 
