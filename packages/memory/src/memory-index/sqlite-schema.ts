@@ -65,9 +65,17 @@ DROP TABLE IF EXISTS embedding_cache;
 DROP TABLE IF EXISTS meta;
 `;
 
+// Prepared once per connection: the vector size is read on every search and every file write.
+const metaReads = new WeakMap<Database.Database, Database.Statement>();
+
 /** Reads a `meta` value. */
 export function readMeta(db: Database.Database, key: string): string | undefined {
-  const row: unknown = db.prepare("SELECT value FROM meta WHERE key = ?").get(key);
+  let statement = metaReads.get(db);
+  if (statement === undefined) {
+    statement = db.prepare("SELECT value FROM meta WHERE key = ?");
+    metaReads.set(db, statement);
+  }
+  const row: unknown = statement.get(key);
   if (typeof row === "object" && row !== null && "value" in row && typeof row.value === "string")
     return row.value;
   return undefined;
