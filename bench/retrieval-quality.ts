@@ -7,18 +7,16 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import type { Embedder } from "../packages/core/src/index.js";
-import { createOpenAIEmbedder } from "../packages/llm/src/index.js";
-import { createMemoryIndexer } from "../packages/memory/src/memory-index/memory-indexer.js";
-import { createMemorySearch } from "../packages/memory/src/memory-index/memory-search.js";
+import type { Embedder } from "@almanac/core";
+import { createOpenAIEmbedder } from "@almanac/llm";
+import { createMemoryIndexer, createMemorySearch, createSqliteIndex } from "@almanac/memory";
+import { startScriptedLlm } from "@almanac/testkit";
 import {
   createSubstringBaseline,
   loadRetrievalSet,
   type RetrievalQuestion,
   recallAtK,
-} from "../packages/memory/src/memory-index/retrieval-set.js";
-import { createSqliteIndex } from "../packages/memory/src/memory-index/sqlite-index.js";
-import { startScriptedLlm } from "../packages/testkit/src/index.js";
+} from "../packages/memory/test/retrieval-set.js";
 
 type Ranking = (question: string) => Promise<readonly string[]>;
 

@@ -2,9 +2,14 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createSubstringBaseline,
+  loadRetrievalSet,
+  type RetrievalSet,
+  recallAtK,
+} from "../../test/retrieval-set.js";
 import { createMemoryIndexer } from "./memory-indexer.js";
 import { createMemorySearch, type MemorySearch } from "./memory-search.js";
-import { createSubstringBaseline, loadRetrievalSet, type RetrievalSet, recallAtK } from "./retrieval-set.js";
 import { createSqliteIndex } from "./sqlite-index.js";
 import type { MemoryIndexBackend } from "./types.js";
 

@@ -2,13 +2,13 @@ import { readFile } from "node:fs/promises";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { listMemoryFiles } from "../memory-files/index.js";
+import { listMemoryFiles } from "../src/memory-files/index.js";
 
 // The retrieval-quality set (packages/memory/fixtures/retrieval) and the measures over it, shared
 // by retrieval-quality.test.ts and bench/retrieval-quality.ts. Not part of the runtime.
 
 /** The fixture directory: `workspace/` (the notes) and `questions.json`. */
-export const RETRIEVAL_FIXTURES = fileURLToPath(new URL("../../fixtures/retrieval/", import.meta.url));
+export const RETRIEVAL_FIXTURES = fileURLToPath(new URL("../fixtures/retrieval/", import.meta.url));
 
 const questionSchema = z.object({
   question: z.string().min(1),
