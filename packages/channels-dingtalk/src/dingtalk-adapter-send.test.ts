@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { type Harness, type HarnessOptions, startHarness } from "../test/adapter-harness.js";
 import { DINGTALK_MARKDOWN_LIMIT } from "./convert-outbound.js";
 import { isDingTalkError } from "./errors.js";
-import { type Harness, type HarnessOptions, startHarness } from "../test/adapter-harness.js";
 import type { DingTalkClock } from "./types.js";
 
 let harness: Harness | undefined;

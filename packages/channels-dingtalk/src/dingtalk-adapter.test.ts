@@ -1,7 +1,7 @@
 import { waitUntil } from "@almanac/testkit/dingtalk";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { isDingTalkError } from "./errors.js";
 import { type Harness, type HarnessOptions, startHarness } from "../test/adapter-harness.js";
+import { isDingTalkError } from "./errors.js";
 
 let harness: Harness | undefined;
 

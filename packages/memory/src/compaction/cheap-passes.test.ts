@@ -1,6 +1,13 @@
 import { createTokenCounter, hasMark, type Message, toolCallsOf, toolResultsOf } from "@almanac/core";
 import { describe, expect, it } from "vitest";
 import {
+  createRandom,
+  createTestClock,
+  generatedText,
+  toolRound,
+  user,
+} from "../../test/compaction/transcripts.js";
+import {
   type CheapPassLimits,
   compressOldMessages,
   cutGiantOutputs,
@@ -8,7 +15,6 @@ import {
   indexToolCalls,
   type PassContext,
 } from "./cheap-passes.js";
-import { createRandom, createTestClock, generatedText, toolRound, user } from "../../test/compaction/transcripts.js";
 import { defaultToolSummaries } from "./tool-summaries.js";
 
 const counter = createTokenCounter();

@@ -1,9 +1,6 @@
 import { hasMark, type Message } from "@almanac/core";
 import { type ScriptedLlm, type ScriptStep, script, startScriptedLlm } from "@almanac/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { CompactionEndEvent } from "./compaction-events.js";
-import { runWithOverflowRecovery } from "./overflow-recovery.js";
-import type { SummaryPath } from "./summarize.js";
 import {
   createScriptedSession,
   mainModelName,
@@ -20,6 +17,9 @@ import {
   toolRound,
   user,
 } from "../../test/compaction/transcripts.js";
+import type { CompactionEndEvent } from "./compaction-events.js";
+import { runWithOverflowRecovery } from "./overflow-recovery.js";
+import type { SummaryPath } from "./summarize.js";
 
 let llm: ScriptedLlm;
 

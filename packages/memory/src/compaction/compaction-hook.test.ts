@@ -1,8 +1,6 @@
 import { createHookRegistry, type PreReasoningContext, WorkingMemory } from "@almanac/agent";
 import { createTokenCounter, hasMark, type Message, ProviderError } from "@almanac/core";
 import { describe, expect, it } from "vitest";
-import type { CompactionEvent } from "./compaction-events.js";
-import { compactionCounters, createCompactor } from "./compactor.js";
 import { FakeSummaryModel } from "../../test/compaction/summary-fixtures.js";
 import {
   assistant,
@@ -12,6 +10,8 @@ import {
   toolRound,
   user,
 } from "../../test/compaction/transcripts.js";
+import type { CompactionEvent } from "./compaction-events.js";
+import { compactionCounters, createCompactor } from "./compactor.js";
 
 const counter = createTokenCounter();
 const systemPrompt = "You are Almanac.";

@@ -2,8 +2,6 @@ import { buildPrompt, WorkingMemory } from "@almanac/agent";
 import { createTokenCounter, hasMark, type Message, ProviderError, toOpenAIMessages } from "@almanac/core";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { CompactionBatch, CompactionReason } from "./commit-compaction.js";
-import { createCompactor } from "./compactor.js";
 import { FakeSummaryModel } from "../../test/compaction/summary-fixtures.js";
 import {
   assistant,
@@ -15,6 +13,8 @@ import {
   user,
   wirePairingProblems,
 } from "../../test/compaction/transcripts.js";
+import type { CompactionBatch, CompactionReason } from "./commit-compaction.js";
+import { createCompactor } from "./compactor.js";
 
 const counter = createTokenCounter();
 const systemPrompt = "You are Almanac.";

@@ -1,10 +1,6 @@
 import { buildPrompt, WorkingMemory } from "@almanac/agent";
 import { countToolTokens, createTokenCounter, hasMark, type Message, toOpenAIMessages } from "@almanac/core";
 import { describe, expect, it } from "vitest";
-import type { CompactionBatch } from "./commit-compaction.js";
-import type { CompactionEvent } from "./compaction-events.js";
-import { compactionCounters, createCompactor } from "./compactor.js";
-import type { CompactorOptions } from "./compactor-options.js";
 import { FakeSummaryModel } from "../../test/compaction/summary-fixtures.js";
 import {
   assistant,
@@ -15,6 +11,10 @@ import {
   user,
   wirePairingProblems,
 } from "../../test/compaction/transcripts.js";
+import type { CompactionBatch } from "./commit-compaction.js";
+import type { CompactionEvent } from "./compaction-events.js";
+import { compactionCounters, createCompactor } from "./compactor.js";
+import type { CompactorOptions } from "./compactor-options.js";
 
 const counter = createTokenCounter();
 const systemPrompt = "You are Almanac, a helpful assistant.";

@@ -2,7 +2,11 @@ import { hasMark, type Message } from "@almanac/core";
 import { ModelError } from "@almanac/llm";
 import { type ScriptedLlm, startScriptedLlm } from "@almanac/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createScriptedSession, RecordingMemory, routeRequests } from "../../test/compaction/scripted-session.js";
+import {
+  createScriptedSession,
+  RecordingMemory,
+  routeRequests,
+} from "../../test/compaction/scripted-session.js";
 import {
   assistant,
   createRandom,

@@ -10,7 +10,6 @@ export {
   isEmbeddingGate,
 } from "./embedding-gate.js";
 export type { ScoringOptions } from "./hybrid-score.js";
-export { memorySource } from "./memory-source.js";
 export {
   createMemoryIndexer,
   type MemoryIndexer,
@@ -26,6 +25,7 @@ export {
   type MemorySearchConfig,
   type SearchOptions,
 } from "./memory-search.js";
+export { memorySource } from "./memory-source.js";
 export { createMemoryTools, type MemoryToolsOptions } from "./memory-tools.js";
 // createQdrantIndex is imported from "@almanac/memory/qdrant", only where Qdrant is configured (its client is
 // ~20 MB resident): re-exported here, it would be bundled into every server start.

@@ -3,6 +3,7 @@ import * as path from "node:path";
 import { defineTool, resolveWorkspacePath, type Tool } from "@almanac/agent";
 import { describeError, isAlmanacError } from "@almanac/core";
 import { z } from "zod";
+import { isInMemoryDirectory, MEMORY_FILE, toRelativePath } from "../memory-files/index.js";
 import {
   isPathInScope,
   type MemoryScope,
@@ -10,7 +11,6 @@ import {
   scopePathFilter,
   sharedScopePrefix,
 } from "../memory-scope.js";
-import { isInMemoryDirectory, MEMORY_FILE, toRelativePath } from "../memory-files/index.js";
 import type { MemorySearch } from "./memory-search.js";
 
 /** Options of {@link createMemoryTools}. */

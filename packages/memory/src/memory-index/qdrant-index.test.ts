@@ -4,7 +4,12 @@ import type { AddressInfo } from "node:net";
 import { type FakeQdrant, QDRANT_SCHEMA_VERSION, startFakeQdrant } from "@almanac/testkit/qdrant";
 import { QdrantClient } from "@qdrant/js-client-rest";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type BackendHarness, describeBackendContract, fileFor, indexChunks } from "../../test/backend-contract.js";
+import {
+  type BackendHarness,
+  describeBackendContract,
+  fileFor,
+  indexChunks,
+} from "../../test/backend-contract.js";
 import { createQdrantIndex } from "./qdrant-index.js";
 
 const qdrantUrl = process.env.QDRANT_URL;

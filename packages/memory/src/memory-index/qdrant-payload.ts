@@ -1,6 +1,6 @@
 import { z } from "zod";
-import type { ScopePathFilter } from "../memory-scope.js";
 import { SHARED_DIRECTORY } from "../memory-files/index.js";
+import type { ScopePathFilter } from "../memory-scope.js";
 import { documentSparseVector } from "./sparse-vector.js";
 import type { IndexChunk, IndexedFile, StoredChunk } from "./types.js";
 import { uuidV5 } from "./uuid-v5.js";
