@@ -100,6 +100,26 @@ describe("createCompactor: check", () => {
     expect(compactor.measure(memory, input).ratio).toBeCloseTo(1.875, 5);
   });
 
+  it("counts a tool set once for all the sessions' compactors, however many equal copies of it come in", () => {
+    const toolTexts: string[] = [];
+    const watched = {
+      ...counter,
+      countText: (text: string) => {
+        if (text.startsWith('[{"type":"function"')) toolTexts.push(text);
+        return counter.countText(text);
+      },
+    };
+    const memory = new WorkingMemory({ messages: conversation(1, 100) });
+    const counts = Array.from({ length: 3 }, () =>
+      setup({ tokenCounter: watched }).compactor.check(memory, {
+        systemPrompt,
+        tools: tools.map((tool) => ({ ...tool })),
+      }),
+    ).map((check) => check.countedTokens);
+    expect(new Set(counts).size).toBe(1);
+    expect(toolTexts).toHaveLength(1);
+  });
+
   it("says compaction is due once the corrected prompt is over the threshold", () => {
     const { compactor } = setup();
     const memory = new WorkingMemory({ messages: conversation(12, 2_000) });

@@ -41,6 +41,18 @@ export interface RatioBounds {
 /** Default bounds of the provider/our-count ratio: a provider that reports half or double is believed, no more. */
 export const defaultRatioBounds: RatioBounds = Object.freeze({ min: 0.5, max: 2 });
 
+const toolTokensByCounter = new WeakMap<TokenCounter, Map<string, number>>();
+
+/** Tokens of tool sets by their JSON, per counter (counts depend on the encoding). */
+function sharedToolTokens(counter: TokenCounter): Map<string, number> {
+  let byText = toolTokensByCounter.get(counter);
+  if (byText === undefined) {
+    byText = new Map();
+    toolTokensByCounter.set(counter, byText);
+  }
+  return byText;
+}
+
 /**
  * Creates a meter over core's cached counter. Messages are cached per content array by the counter; the
  * system message (rebuilt for every request) is cached here by its text, and the tool specs by identity,
@@ -50,9 +62,6 @@ function createPromptMeter(counter: TokenCounter): PromptMeter {
   let lastSystemText: string | undefined;
   let lastSystemTokens = 0;
   const toolTokens = new WeakMap<readonly ToolSpec[], number>();
-  // Toolkits are built per turn, so equal specs often come in a new array: also remember the last text.
-  let lastToolsText: string | undefined;
-  let lastToolsTokens = 0;
 
   const countSystem = (message: Message): number => {
     const block = message.content[0];
@@ -70,12 +79,16 @@ function createPromptMeter(counter: TokenCounter): PromptMeter {
     if (tools.length === 0) return 0;
     let tokens = toolTokens.get(tools);
     if (tokens === undefined) {
+      // Equal specs may come in a new array: their text is looked up in a table every meter of this counter
+      // shares (one copy of a few KB per distinct tool set, not one per session).
+      const byText = sharedToolTokens(counter);
       const text = JSON.stringify(tools);
-      if (text !== lastToolsText) {
-        lastToolsText = text;
-        lastToolsTokens = countToolTokens(counter, tools);
+      tokens = byText.get(text);
+      if (tokens === undefined) {
+        tokens = countToolTokens(counter, tools);
+        if (byText.size >= 64) byText.clear();
+        byText.set(text, tokens);
       }
-      tokens = lastToolsTokens;
       toolTokens.set(tools, tokens);
     }
     return tokens;
