@@ -1,4 +1,4 @@
-import { type Message, messageSchema } from "@almanac/core";
+import { InternalError, type Message, messageSchema } from "@almanac/core";
 import { z } from "zod";
 
 /** Counters kept with a session snapshot, shown by the admin API. */
@@ -92,3 +92,39 @@ export const transcriptLineSchema: z.ZodType<TranscriptLine> = z.object({
   key: z.string().min(1),
   message: messageSchema,
 });
+
+/** The first few problems zod found, as one line for an error or a log. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(root)"}: ${issue.message}`)
+    .join("; ");
+}
+
+/**
+ * Throws `session.message_invalid` for a message that could not be read back from a transcript. Every store
+ * checks before appending, so a bad message fails the write that brought it, not a later load.
+ */
+export function checkMessages(key: string, messages: readonly Message[]): void {
+  for (const message of messages) {
+    const checked = messageSchema.safeParse(message);
+    if (!checked.success) {
+      throw new InternalError(
+        "session.message_invalid",
+        `Refusing to append an invalid message to session ${key}: ${describeIssues(checked.error)}`,
+      );
+    }
+  }
+}
+
+/** The snapshot, validated; throws `session.snapshot_invalid` for one that must not be written. */
+export function checkSnapshot(snapshot: SessionSnapshot): SessionSnapshot {
+  const checked = sessionSnapshotSchema.safeParse(snapshot);
+  if (!checked.success) {
+    throw new InternalError(
+      "session.snapshot_invalid",
+      `Refusing to save an invalid snapshot for session ${snapshot.key}: ${describeIssues(checked.error)}`,
+    );
+  }
+  return checked.data;
+}

@@ -1,0 +1,260 @@
+import { type FileHandle, open, stat } from "node:fs/promises";
+import { dirname } from "node:path";
+import { createInterface } from "node:readline";
+import { fsyncDirectory, isErrnoCode, type Logger, type Message, type StagedFile } from "@almanac/core";
+import { checkMessages, describeIssues, transcriptLineSchema } from "./session-snapshot.js";
+
+/**
+ * The transcript files (`<stem>.jsonl`): one `{"key":…,"message":…}` object per line, appended and fsynced,
+ * read back as a stream. The key tags each line so a stray or concatenated file can still be attributed.
+ * Callers serialize the work on one file (the store's per-key lock); this module keeps no order itself.
+ */
+export interface TranscriptFiles {
+  /**
+   * Appends `lines` (see {@link encodeTranscriptLines}) and fsyncs. With `alongside`, that other file (given
+   * the transcript's size after the append) is staged while the transcript is written, both fsyncs are
+   * awaited together, and it is published after both; on any failure the appended lines are cut off again.
+   */
+  append(
+    key: string,
+    path: string,
+    lines: readonly string[],
+    alongside?: (sizeAfter: number) => Promise<StagedFile>,
+  ): Promise<void>;
+  /** Opens a transcript for reading and measures it; undefined when there is none. */
+  openForReading(path: string): Promise<{ readonly handle: FileHandle; readonly size: number } | undefined>;
+  /** The messages of bytes `start` to `end` (exclusive); unreadable lines are skipped with a warning. */
+  read(key: string, path: string, handle: FileHandle, start: number, end: number): AsyncGenerator<Message>;
+  /** The session key of the first readable line; undefined when there is none. */
+  keyOf(path: string): Promise<string | undefined>;
+  /** Closes the kept append handle of `path` (before the file is moved or removed). */
+  drop(path: string): Promise<void>;
+  /** Closes every kept append handle; later appends open and close their file. */
+  close(): Promise<void>;
+}
+
+/** Transcripts kept open for appending: about the sessions active at once (each costs one file descriptor). */
+const MAX_OPEN_TRANSCRIPTS = 64;
+
+/** A transcript's kept append handle and the file size right after our last append through it. */
+interface OpenTranscript {
+  readonly handle: FileHandle;
+  readonly end: number;
+}
+
+/** The transcript lines of `messages`; throws `session.message_invalid` for one that could not be read back. */
+export function encodeTranscriptLines(key: string, messages: readonly Message[]): string[] {
+  checkMessages(key, messages);
+  return messages.map((message) => JSON.stringify({ key, message }));
+}
+
+/** Creates the {@link TranscriptFiles} of one store. */
+export function createTranscriptFiles(logger: Logger): TranscriptFiles {
+  const openTranscripts = new Map<string, OpenTranscript>();
+  let closed = false;
+
+  /**
+   * The transcript's append handle, kept open between appends (up to {@link MAX_OPEN_TRANSCRIPTS}, least
+   * recently used closed first) so a turn's appends skip open, close and the torn-line check. Taken out of the
+   * cache while in use; a kept handle whose file was replaced or removed meanwhile is closed and reopened.
+   */
+  async function take(path: string): Promise<{ handle: FileHandle; size: number; end: number | undefined }> {
+    const kept = openTranscripts.get(path);
+    openTranscripts.delete(path);
+    if (kept !== undefined) {
+      const [onDisk, opened] = await Promise.all([
+        stat(path).catch((error: unknown) => {
+          if (isErrnoCode(error, "ENOENT")) return undefined;
+          throw error;
+        }),
+        kept.handle.stat(),
+      ]).catch(async (error: unknown) => {
+        await kept.handle.close().catch(() => {});
+        throw error;
+      });
+      if (onDisk !== undefined && onDisk.ino === opened.ino && onDisk.dev === opened.dev)
+        return { handle: kept.handle, size: opened.size, end: kept.end };
+      await kept.handle.close().catch(() => {});
+    }
+    const handle = await open(path, "a+", 0o600);
+    try {
+      return { handle, size: (await handle.stat()).size, end: undefined };
+    } catch (error) {
+      await handle.close().catch(() => {});
+      throw error;
+    }
+  }
+
+  function keep(path: string, entry: OpenTranscript): void {
+    if (closed) {
+      void entry.handle.close().catch(() => {});
+      return;
+    }
+    openTranscripts.set(path, entry);
+    for (const [oldest, { handle }] of openTranscripts) {
+      if (openTranscripts.size <= MAX_OPEN_TRANSCRIPTS) break;
+      openTranscripts.delete(oldest);
+      void handle.close().catch(() => {});
+    }
+  }
+
+  return {
+    async append(key, path, lines, alongside) {
+      const { handle, size, end } = await take(path);
+      let kept = false;
+      try {
+        let prefix = "";
+        // Only a transcript that changed behind our back since our last append (or that we have just opened)
+        // can end in a torn line.
+        if (size > 0 && size !== end) {
+          const last = Buffer.alloc(1);
+          await handle.read(last, 0, 1, size - 1);
+          // A crash mid-append left a line without its newline; start ours on a fresh line so only
+          // the torn line is lost, not the first new message as well.
+          if (last[0] !== 0x0a) {
+            prefix = "\n";
+            logger.warn({ key, path }, "transcript ended with a torn line; starting a new line after it");
+          }
+        }
+        const text = `${prefix}${lines.join("\n")}\n`;
+        const staging = alongside?.(size + Buffer.byteLength(text, "utf8"));
+        const appending = (async () => {
+          await handle.appendFile(text, "utf8");
+          await handle.sync();
+        })();
+        const [appended, staged] = await Promise.allSettled([appending, staging]);
+        if (appended.status === "rejected" || staged.status === "rejected") {
+          if (staged.status === "fulfilled") await staged.value?.discard();
+          throw appended.status === "rejected" ? appended.reason : (staged as PromiseRejectedResult).reason;
+        }
+        await staged.value?.publish({ syncDirectory: false });
+        keep(path, { handle, end: size + Buffer.byteLength(text, "utf8") });
+        kept = true;
+      } catch (error) {
+        // A full disk can take part of the lines: cut them off again so the transcript never holds a
+        // half-written line, and the caller (who gets the error) may append the same messages later.
+        await (async () => {
+          await handle.truncate(size);
+          await handle.sync();
+        })().catch((truncateError: unknown) =>
+          logger.error({ key, path, err: truncateError }, "could not cut a failed append off the transcript"),
+        );
+        throw error;
+      } finally {
+        if (!kept) await handle.close().catch(() => {});
+      }
+      // A new transcript (and a snapshot published beside it) must stay in the directory after a power loss.
+      if (size === 0) await fsyncDirectory(dirname(path));
+    },
+
+    async openForReading(path) {
+      try {
+        const handle = await open(path, "r");
+        try {
+          return { handle, size: (await handle.stat()).size };
+        } catch (error) {
+          await handle.close().catch(() => {});
+          throw error;
+        }
+      } catch (error) {
+        if (isErrnoCode(error, "ENOENT")) return undefined;
+        throw error;
+      }
+    },
+
+    read: readLines,
+
+    async keyOf(path) {
+      let handle: FileHandle;
+      try {
+        handle = await open(path, "r");
+      } catch (error) {
+        if (isErrnoCode(error, "ENOENT")) return undefined;
+        throw error;
+      }
+      const stream = handle.createReadStream({ autoClose: false });
+      const lines = createInterface({ input: stream, crlfDelay: Infinity });
+      try {
+        for await (const text of lines) {
+          const checked = transcriptLineSchema.safeParse(parseJson(text));
+          if (checked.success) return checked.data.key;
+        }
+        return undefined;
+      } finally {
+        lines.close();
+        stream.destroy();
+        await handle.close();
+      }
+    },
+
+    async drop(path) {
+      const kept = openTranscripts.get(path);
+      openTranscripts.delete(path);
+      await kept?.handle.close().catch(() => {});
+    },
+
+    async close() {
+      closed = true;
+      const kept = [...openTranscripts.values()];
+      openTranscripts.clear();
+      await Promise.all(kept.map(({ handle }) => handle.close().catch(() => {})));
+    },
+  };
+
+  async function* readLines(
+    key: string,
+    path: string,
+    handle: FileHandle,
+    start: number,
+    end: number,
+  ): AsyncGenerator<Message> {
+    if (end <= start) return;
+    const stream = handle.createReadStream({ start, end: end - 1, autoClose: false });
+    const lines = createInterface({ input: stream, crlfDelay: Infinity });
+    try {
+      let pending: { text: string; number: number } | undefined;
+      let number = 0;
+      for await (const text of lines) {
+        number += 1;
+        if (pending !== undefined) {
+          const message = parseLine(pending.text, pending.number, false);
+          if (message !== undefined) yield message;
+        }
+        pending = { text, number };
+      }
+      if (pending !== undefined) {
+        const message = parseLine(pending.text, pending.number, true);
+        if (message !== undefined) yield message;
+      }
+    } finally {
+      lines.close();
+      stream.destroy();
+    }
+
+    function parseLine(text: string, lineNumber: number, isLast: boolean): Message | undefined {
+      if (text.trim() === "") return undefined;
+      const checked = transcriptLineSchema.safeParse(parseJson(text));
+      const reason = !checked.success
+        ? describeIssues(checked.error)
+        : checked.data.key !== key
+          ? `it belongs to session ${checked.data.key}`
+          : undefined;
+      if (checked.success && reason === undefined) return checked.data.message;
+      logger.warn(
+        { key, path, line: lineNumber, reason },
+        isLast
+          ? "skipping torn final transcript line (probably a crash mid-append)"
+          : "skipping unreadable transcript line",
+      );
+      return undefined;
+    }
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
