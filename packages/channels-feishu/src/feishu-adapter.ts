@@ -8,6 +8,7 @@ import {
   parseSessionKey,
   type TypingIndicatorAdapter,
   UserError,
+  type WebhookAdapter,
 } from "@almanac/core";
 import * as lark from "@larksuiteoapi/node-sdk";
 import { z } from "zod";
@@ -36,7 +37,7 @@ type Destination =
  * in by the server), normalizes it, and answers with Markdown posts threaded to the message. While a turn runs
  * it shows a "Typing" reaction on the user's message. Dedup, allowlists and mention gating are the server's.
  */
-export class FeishuAdapter implements TypingIndicatorAdapter {
+export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
   readonly name = FEISHU_CHANNEL;
   private readonly config: ResolvedFeishuConfig;
   private readonly api: FeishuApi;
@@ -52,6 +53,11 @@ export class FeishuAdapter implements TypingIndicatorAdapter {
   private state: ChannelStatus["state"] = "connecting";
   private detail: string | undefined = "not started";
   private lastEventAt: number | undefined;
+
+  /** True in webhook mode: the server then exposes `POST /channels/feishu/webhook` for {@link handleWebhook}. */
+  get receivesWebhooks(): boolean {
+    return this.config.mode === "webhook";
+  }
 
   constructor(config: FeishuAdapterConfig) {
     this.config = resolveFeishuConfig(config);

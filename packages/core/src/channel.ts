@@ -95,3 +95,33 @@ export interface TypingIndicatorAdapter extends ChannelAdapter {
 export function hasTypingIndicator(adapter: ChannelAdapter): adapter is TypingIndicatorAdapter {
   return typeof (adapter as Partial<TypingIndicatorAdapter>).startTyping === "function";
 }
+
+/** A platform request to an adapter's webhook, as the server received it. */
+export interface WebhookRequest {
+  /** Request headers with lower-case names (Node's `IncomingHttpHeaders` fits). */
+  readonly headers: Readonly<Record<string, string | readonly string[] | undefined>>;
+  /** The body exactly as received: platforms sign these bytes, so it is never re-serialized. */
+  readonly rawBody: string | Uint8Array;
+}
+
+/** What the server answers the platform; `body` is sent as JSON. */
+export interface WebhookResponse {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+/**
+ * An adapter the platform reaches over HTTP: the server exposes `POST /channels/{name}/webhook` for it,
+ * public, because the adapter verifies the platform's signature itself.
+ */
+export interface WebhookAdapter extends ChannelAdapter {
+  /** False when the adapter is configured to connect out instead (e.g. Feishu's long connection). */
+  readonly receivesWebhooks: boolean;
+  handleWebhook(request: WebhookRequest): Promise<WebhookResponse>;
+}
+
+/** Type guard for {@link WebhookAdapter}: true only when the adapter takes webhooks in its configuration. */
+export function hasWebhook(adapter: ChannelAdapter): adapter is WebhookAdapter {
+  const candidate = adapter as Partial<WebhookAdapter>;
+  return typeof candidate.handleWebhook === "function" && candidate.receivesWebhooks === true;
+}

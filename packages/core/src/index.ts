@@ -3,10 +3,14 @@ export {
   type ChannelStatus,
   type Conversation,
   hasTypingIndicator,
+  hasWebhook,
   type InboundMessage,
   type OutboundMessage,
   type Sender,
   type TypingIndicatorAdapter,
+  type WebhookAdapter,
+  type WebhookRequest,
+  type WebhookResponse,
 } from "./channel.js";
 export type {
   ChatModel,

@@ -1,4 +1,3 @@
-import type { FeishuAdapter } from "@almanac/channels-feishu";
 import type { Logger } from "@almanac/core";
 import type { AlmanacConfig } from "../config/config-schema.js";
 import type { AccessPolicy } from "./access-policy.js";
@@ -26,10 +25,9 @@ function policyOf(settings: AccessPolicy): AccessPolicy {
 export async function buildChannels(
   config: AlmanacConfig,
   logger: Logger,
-): Promise<{ channels: ChannelEntry[]; disabled: string[]; feishuWebhook: FeishuAdapter | undefined }> {
+): Promise<{ channels: ChannelEntry[]; disabled: string[] }> {
   const channels: ChannelEntry[] = [];
   const { discord, dingtalk, feishu } = config.channels;
-  let feishuWebhook: FeishuAdapter | undefined;
   if (discord.token) {
     const { createDiscordAdapter } = await import("@almanac/channels-discord");
     channels.push({
@@ -44,17 +42,18 @@ export async function buildChannels(
   }
   if (feishu.appId && feishu.appSecret) {
     const { createFeishuAdapter } = await import("@almanac/channels-feishu");
-    const adapter = createFeishuAdapter({
-      appId: feishu.appId,
-      appSecret: feishu.appSecret,
-      mode: feishu.mode,
-      domain: feishu.domain,
-      ...(feishu.encryptKey ? { encryptKey: feishu.encryptKey } : {}),
-      ...(feishu.verificationToken ? { verificationToken: feishu.verificationToken } : {}),
-      logger: logger.child({ channel: "feishu" }),
+    channels.push({
+      adapter: createFeishuAdapter({
+        appId: feishu.appId,
+        appSecret: feishu.appSecret,
+        mode: feishu.mode,
+        domain: feishu.domain,
+        ...(feishu.encryptKey ? { encryptKey: feishu.encryptKey } : {}),
+        ...(feishu.verificationToken ? { verificationToken: feishu.verificationToken } : {}),
+        logger: logger.child({ channel: "feishu" }),
+      }),
+      policy: policyOf(feishu),
     });
-    if (feishu.mode === "webhook") feishuWebhook = adapter;
-    channels.push({ adapter, policy: policyOf(feishu) });
   }
   if (dingtalk.clientId && dingtalk.clientSecret) {
     const { createDingTalkAdapter } = await import("@almanac/channels-dingtalk");
@@ -71,5 +70,5 @@ export async function buildChannels(
     });
   }
   const enabled = new Set(channels.map((entry) => entry.adapter.name));
-  return { channels, disabled: KNOWN_CHANNELS.filter((name) => !enabled.has(name)), feishuWebhook };
+  return { channels, disabled: KNOWN_CHANNELS.filter((name) => !enabled.has(name)) };
 }

@@ -1,0 +1,47 @@
+import fp from "fastify-plugin";
+import { registerAdminRoutes } from "../routes/admin-routes.js";
+import { registerIndexRoutes } from "../routes/index-routes.js";
+import { registerLiveRoutes } from "../routes/live-routes.js";
+import { registerMemoryRoutes } from "../routes/memory-routes.js";
+import { registerSetupRoutes } from "../routes/setup-routes.js";
+import { registerStatsRoutes } from "../routes/stats-routes.js";
+import { PLUGIN } from "./plugin-names.js";
+
+/**
+ * The admin REST API under `/api`: sessions, memory files, the index, the first-run checks, the charts'
+ * data and the live events. Its `preClose` hook ends every open event stream, after the turns drained.
+ */
+export const adminRoutesPlugin = fp(
+  async (app) => {
+    const { sessions, memory, channels } = app;
+    registerAdminRoutes(app, sessions, app.serverInfo);
+    registerMemoryRoutes(app, memory);
+    await registerIndexRoutes(app, memory);
+    registerSetupRoutes(app, { config: app.config, memory });
+    registerStatsRoutes(app, { ...app.stats, sessions, memory });
+    const queue = app.summarizer;
+    registerLiveRoutes(app, {
+      bus: app.events,
+      sessions,
+      sources: {
+        ...(queue ? { queue: () => queue.stats() } : {}),
+        index: () => memory.indexStatus(),
+        channels: () => channels.statuses(),
+      },
+    });
+  },
+  {
+    name: PLUGIN.adminRoutes,
+    fastify: "5.x",
+    dependencies: [
+      PLUGIN.http,
+      PLUGIN.telemetry,
+      PLUGIN.memory,
+      PLUGIN.summarizer,
+      PLUGIN.stats,
+      PLUGIN.sessions,
+      PLUGIN.channels,
+      PLUGIN.operationsRoutes,
+    ],
+  },
+);

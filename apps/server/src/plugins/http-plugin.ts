@@ -1,0 +1,79 @@
+import swagger from "@fastify/swagger";
+import fp from "fastify-plugin";
+import { installBearerAuth, type RouteEntry } from "../http/auth.js";
+import { errorBody, installErrorHandler } from "../http/http-errors.js";
+import { PLUGIN } from "./plugin-names.js";
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** Every registered route with whether it is public (reachable without the admin token). */
+    routeTable(): readonly RouteEntry[];
+  }
+}
+
+/**
+ * What every route shares: deny-by-default bearer auth, the one error handler, the JSON parser, the OpenAPI
+ * document, and the shutdown gate. Registered before any route, so every route is in the table and behind
+ * the auth hook; its `preClose` hook is the first one to run, so new requests get 503 from then on.
+ */
+export const httpPlugin = fp(
+  async (app) => {
+    const errorOptions = {
+      isShuttingDown: () => app.shutdown.isShuttingDown(),
+      storageError: (error: unknown) => app.storage.classify(error),
+    };
+    const auth = installBearerAuth(app, { token: app.adminToken });
+    app.decorate("routeTable", auth.routes);
+    installErrorHandler(app, { ...errorOptions, notFoundGuard: auth.requireToken });
+    // Empty JSON bodies (DELETE/POST without a body but with the header) are accepted as "no body";
+    // everything else goes through fastify's default parser (with prototype-poisoning protection).
+    const defaultJsonParser = app.getDefaultJsonParser("error", "error");
+    app.removeContentTypeParser("application/json");
+    app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+      const text = typeof body === "string" ? body : body.toString("utf8");
+      if (text.trim() === "") return done(null, undefined);
+      defaultJsonParser(request, text, done);
+    });
+    await app.register(swagger, {
+      openapi: {
+        info: {
+          title: "Almanac",
+          version: app.almanacVersion,
+          description: "Admin REST and OpenAI-compatible API",
+        },
+        components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+        security: [{ bearer: [] }],
+      },
+      // Public routes (health, readiness, webhooks) say so, decided on the same route flag the auth hook reads;
+      // a wildcard gets a named parameter (`{path}`) instead of swagger's `{*}`.
+      transform: ({ schema, url, route }) => ({
+        schema: route.config?.public === true ? { ...schema, security: [] } : schema,
+        url: url.endsWith("*") ? `${url.slice(0, -1)}:path` : url,
+      }),
+    });
+    app.addHook("onRequest", async (_request, reply) => {
+      if (app.shutdown.isShuttingDown()) {
+        return reply
+          .status(503)
+          .send(errorBody("server.shutting_down", "The server is shutting down.", "server_error"));
+      }
+    });
+    // A keep-alive connection that outlives its last reply would hold `app.close()` open forever (a turn cut
+    // short by the shutdown deadline answers after the server stopped accepting connections).
+    app.addHook("onSend", async (_request, reply) => {
+      if (app.shutdown.isShuttingDown()) reply.header("connection", "close");
+    });
+    app.addHook("preClose", async () => {
+      // A start that failed (port taken) began the shutdown itself, with no deadline and nothing to announce.
+      if (app.shutdown.isShuttingDown()) return;
+      app.shutdown.begin();
+      app.log.info({ deadlineMs: app.shutdown.deadlineMs() }, "shutting down: finishing running turns");
+    });
+  },
+  {
+    name: PLUGIN.http,
+    fastify: "5.x",
+    dependencies: [PLUGIN.config],
+    decorators: { fastify: ["adminToken", "storage", "shutdown", "almanacVersion"] },
+  },
+);

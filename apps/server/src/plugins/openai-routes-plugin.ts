@@ -1,0 +1,11 @@
+import fp from "fastify-plugin";
+import { registerOpenAIRoutes } from "../routes/openai-routes.js";
+import { PLUGIN } from "./plugin-names.js";
+
+/** The OpenAI-compatible API (`/v1/models`, `/v1/chat/completions`). */
+export const openAIRoutesPlugin = fp(
+  async (app) => {
+    registerOpenAIRoutes(app, app.sessions);
+  },
+  { name: PLUGIN.openAIRoutes, fastify: "5.x", dependencies: [PLUGIN.http, PLUGIN.sessions] },
+);

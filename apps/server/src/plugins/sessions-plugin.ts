@@ -1,0 +1,145 @@
+import { join } from "node:path";
+import { createToolkit, createWorkspaceFileTools } from "@almanac/agent";
+import { memoryGuideFor } from "@almanac/memory";
+import fp from "fastify-plugin";
+import { type AgentRuntime, createAgentRuntime } from "../runtime/agent-runtime.js";
+import { SessionManager } from "../runtime/session-manager.js";
+import { DEFAULT_SYSTEM_PROMPT } from "../runtime/system-prompt.js";
+import { createLaneScheduler, type LaneScheduler } from "../sessions/lane-scheduler.js";
+import { createSessionStore, type SessionStore } from "../sessions/session-store.js";
+import type { StorageHealth } from "../storage-health.js";
+import { PLUGIN } from "./plugin-names.js";
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** Every conversation: routing, loading and unloading, turns, commands. */
+    sessions: SessionManager;
+    /** One FIFO lane per session under a global limit (its figures feed the metrics). */
+    laneScheduler: LaneScheduler;
+  }
+}
+
+/**
+ * The session manager with its lane scheduler, file store and agent runtime. Its `preClose` hook lets
+ * running turns finish (up to the shutdown deadline) while the HTTP server still answers; its `onClose`
+ * flushes the sessions after the channels stopped and before the summarizer and the index close.
+ */
+export const sessionsPlugin = fp(
+  async (app) => {
+    const { config, memory, models, metrics, events, storage } = app;
+    const logger = app.log;
+    const workspace = join(config.home, "workspace");
+    const scheduler = createLaneScheduler({
+      maxConcurrent: config.sessions.maxConcurrentTurns,
+      laneCapacity: config.sessions.queueLimit,
+      logger,
+    });
+    const model = models.chat;
+    let runtime: AgentRuntime | undefined;
+    if (model) {
+      runtime = createAgentRuntime({
+        config,
+        model,
+        compactionModel: config.compaction.model ? models.named(config.compaction.model) : model,
+        scopeOf: (sessionKey) => memory.scopeOf(sessionKey),
+        toolkit: (scope) => {
+          // A shared chat gets only the memory tools over its own log: no file tool reaches the owner's workspace.
+          if (scope.kind === "shared") return createToolkit(memory.toolsFor(scope));
+          const seen = new Map<string, string>();
+          return createToolkit([
+            ...memory.toolsFor(scope),
+            ...createWorkspaceFileTools({
+              root: workspace,
+              readText: (target) => memory.readWorkspaceText(target, seen),
+              writeText: (target, content) => memory.writeWorkspaceText(target, content, seen),
+            }),
+          ]);
+        },
+        tokenCounter: models.tokenCounter,
+        basePrompt: config.agent.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
+        journal: (sessionKey, reason, messages, summary) =>
+          memory.enqueue(sessionKey, reason, messages, summary),
+        onCompaction: (event, sessionKey) => {
+          if (
+            event.type === "compaction-end" &&
+            event.outcome !== "failed" &&
+            event.outcome !== "unchanged"
+          ) {
+            metrics.compactions.inc({ trigger: event.reason });
+            events.publish({
+              type: "session-compacted",
+              sessionKey,
+              reason: event.reason,
+              tokensBefore: event.tokensBefore,
+              tokensAfter: event.tokensAfter,
+            });
+          }
+        },
+        logger,
+      });
+    }
+    const sessions = new SessionManager({
+      store: guardedStore(createSessionStore({ dir: join(config.home, "sessions"), logger }), storage),
+      scheduler,
+      runtime,
+      missingModelSettings: [...models.missing],
+      tokenCounter: models.tokenCounter,
+      limits: {
+        maxMessageChars: config.server.maxMessageChars,
+        turnTimeoutMs: config.sessions.turnTimeoutMs,
+        idleUnloadMs: config.sessions.idleUnloadMs,
+        contextWindow: config.model.contextWindow,
+      },
+      logger,
+      events,
+      lifecycle: {
+        // The memory guide and excerpt of the session's scope: a shared chat never sees the owner's files.
+        sessionContext: async (key) => {
+          const scope = memory.scopeOf(key);
+          return `${memoryGuideFor(scope)}\n\n${await memory.memoryContext(scope)}`;
+        },
+        sessionEnded: (key, messages) => memory.enqueue(key, "new-session", messages),
+        statusLines: async () => {
+          if (!memory.queue) return [];
+          const stats = await memory.queue.stats();
+          return [
+            `Summarizer queue: ${stats.pending} pending, ${stats.running} running, ${stats.parked} parked${stats.parked > 0 ? " (see /api/summarizer/jobs)" : ""}`,
+          ];
+        },
+      },
+      observer: {
+        turnEnded: (channel, outcome, seconds) => {
+          metrics.turns.inc({ channel, outcome });
+          if (outcome !== "command") metrics.turnDuration.observe({ channel }, seconds);
+        },
+      },
+    });
+    app.decorate("laneScheduler", scheduler);
+    app.decorate("sessions", sessions);
+    app.addHook("preClose", async () => {
+      const drained = await scheduler.close({ deadlineMs: app.shutdown.deadlineMs() });
+      logger.info(drained, "turns drained");
+    });
+    app.addHook("onClose", async () => {
+      await sessions.close();
+      app.log.debug({ plugin: PLUGIN.sessions }, "plugin closed");
+    });
+  },
+  {
+    name: PLUGIN.sessions,
+    fastify: "5.x",
+    dependencies: [PLUGIN.config, PLUGIN.telemetry, PLUGIN.models, PLUGIN.memory, PLUGIN.summarizer],
+  },
+);
+
+/** The session store with every write reported to `storage` (a full disk becomes `storage.full`, HTTP 507). */
+function guardedStore(store: SessionStore, storage: StorageHealth): SessionStore {
+  return {
+    ...store,
+    save: (snapshot) => storage.guard(() => store.save(snapshot)),
+    commit: (snapshot, messages) => storage.guard(() => store.commit(snapshot, messages)),
+    appendTranscript: (key, messages) => storage.guard(() => store.appendTranscript(key, messages)),
+    archive: (key) => storage.guard(() => store.archive(key)),
+    delete: (key) => storage.guard(() => store.delete(key)),
+  };
+}
