@@ -1,7 +1,7 @@
 import { WorkingMemory } from "@almanac/agent";
 import { describeError, type Logger, type Message, parseSessionKey, repairToolPairs } from "@almanac/core";
+import type { MissingOrMovedAside, Session } from "../sessions/session.js";
 import type { SessionSnapshot, SessionStats } from "../sessions/session-snapshot.js";
-import type { LoadResult, SessionStore } from "../sessions/session-store.js";
 import { transcriptFacts } from "../sessions/transcript-facts.js";
 
 /** A stored snapshot whose working memory could be restored. */
@@ -16,7 +16,7 @@ export interface UsableSnapshot {
 }
 
 /** No snapshot, or one that was moved aside as unusable. */
-export type UnusableSnapshot = Exclude<LoadResult, { status: "ok" }>;
+export type UnusableSnapshot = MissingOrMovedAside;
 
 /** A session's state as its transcript tells it. */
 export interface RecoveredState {
@@ -28,11 +28,8 @@ export interface RecoveredState {
 }
 
 /** Reads a session's snapshot; one whose working memory cannot be restored is moved aside like a corrupt one. */
-export async function readUsableSnapshot(
-  store: SessionStore,
-  key: string,
-): Promise<UsableSnapshot | UnusableSnapshot> {
-  const result = await store.load(key);
+export async function readUsableSnapshot(session: Session): Promise<UsableSnapshot | UnusableSnapshot> {
+  const result = await session.load();
   if (result.status !== "ok") return result;
   try {
     return {
@@ -43,13 +40,13 @@ export async function readUsableSnapshot(
       transcriptBehind: result.transcriptBehind,
     };
   } catch (error) {
-    return store.moveAside(key, `its working memory is unusable (${describeError(error)})`);
+    return session.moveAside(`its working memory is unusable (${describeError(error)})`);
   }
 }
 
 /** True when the session has at least one readable transcript line. */
-export async function hasTranscript(store: SessionStore, key: string): Promise<boolean> {
-  for await (const _message of store.readTranscript(key)) return true;
+export async function hasTranscript(session: Session): Promise<boolean> {
+  for await (const _message of session.history()) return true;
   return false;
 }
 
