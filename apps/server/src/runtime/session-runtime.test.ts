@@ -1,0 +1,171 @@
+import { tmpdir } from "node:os";
+import { WorkingMemory } from "@almanac/agent";
+import {
+  type ChatModel,
+  type ChatRequest,
+  type ChatResponse,
+  createMessage,
+  createTokenCounter,
+  type InboundMessage,
+  type Message,
+  silentLogger,
+} from "@almanac/core";
+import { beforeEach, describe, expect, it } from "vitest";
+import {
+  createMemorySessionState,
+  createMemorySessionStore,
+  type MemorySessionState,
+} from "../../test/support/memory-session-store.js";
+import { createTestRuntime } from "../../test/test-session-manager.js";
+import { openSession, type SessionStore } from "../sessions/session.js";
+import { createSessionRuntime, type SessionRuntime } from "./session-runtime.js";
+
+const KEY = "api:default:api:runtime";
+
+/** Answers with the number of user messages it was shown. */
+const countingModel: ChatModel = {
+  modelName: "counting",
+  contextWindow: 10_000,
+  async complete(request: ChatRequest): Promise<ChatResponse> {
+    const users = request.messages.filter((message) => message.role === "user").length;
+    return {
+      message: createMessage({ role: "assistant", content: `seen ${users}` }),
+      finishReason: "stop",
+      usage: { promptTokens: 10, completionTokens: 2, totalTokens: 12 },
+      model: "counting",
+      attempts: 1,
+    };
+  },
+  // biome-ignore lint/correctness/useYield: these turns never stream
+  async *stream(): AsyncIterable<never> {
+    throw new Error("not used");
+  },
+};
+
+function inbound(text: string): InboundMessage {
+  return {
+    sessionKey: KEY,
+    channel: "api",
+    id: text,
+    account: "default",
+    conversation: { kind: "api", id: "runtime" },
+    sender: { id: "runtime" },
+    mentioned: true,
+    text,
+    receivedAt: 1_000,
+  };
+}
+
+const signals = { lane: new AbortController().signal, stop: new AbortController().signal };
+
+let state: MemorySessionState;
+let store: SessionStore;
+/** When set, every write to the store fails as a full disk would. */
+let diskFull: boolean;
+
+function openRuntime(options: { withModel?: boolean; memory?: WorkingMemory } = {}): SessionRuntime {
+  return createSessionRuntime({
+    session: openSession(store, KEY),
+    state: {
+      createdAt: 1_000,
+      memory: options.memory ?? new WorkingMemory(),
+      stats: { turns: 0, compactions: 0, lastActivity: 1_000 },
+    },
+    checkpointed: false,
+    systemPrompt: "test",
+    runtime: options.withModel === false ? undefined : createTestRuntime(countingModel, tmpdir()),
+    tokenCounter: createTokenCounter(),
+    contextWindow: 10_000,
+    turnTimeoutMs: 10_000,
+    clock: () => 2_000,
+    logger: silentLogger,
+  });
+}
+
+async function transcriptTexts(): Promise<string[]> {
+  const texts: string[] = [];
+  for await (const message of store.readTranscript(KEY)) texts.push(textOf(message));
+  return texts;
+}
+
+function textOf(message: Message): string {
+  return message.content.map((block) => (block.type === "text" ? block.text : "")).join("");
+}
+
+beforeEach(() => {
+  state = createMemorySessionState();
+  const memory = createMemorySessionStore(state);
+  diskFull = false;
+  const refuse = <T>(write: () => Promise<T>): Promise<T> =>
+    diskFull
+      ? Promise.reject(Object.assign(new Error("ENOSPC: no space left"), { code: "ENOSPC" }))
+      : write();
+  store = {
+    ...memory,
+    save: (snapshot) => refuse(() => memory.save(snapshot)),
+    commit: (snapshot, messages) => refuse(() => memory.commit(snapshot, messages)),
+    appendTranscript: (key, messages) => refuse(() => memory.appendTranscript(key, messages)),
+  };
+});
+
+describe("a session's runtime over the in-memory store", () => {
+  it("keeps a message the storage refused and writes it, in order, before the next turn's", async () => {
+    const runtime = openRuntime();
+    diskFull = true;
+    await expect(runtime.runTurn({ inbound: inbound("one") }, signals)).rejects.toThrow(/ENOSPC/);
+    expect(runtime.memory.messages.map(textOf)).toEqual(["one"]);
+    diskFull = false;
+    const reply = await runtime.runTurn({ inbound: inbound("two") }, signals);
+    expect(reply.text).toBe("seen 2");
+    expect(await transcriptTexts()).toEqual(["one", "two", "seen 2"]);
+  });
+
+  it("writes the snapshot with the first turn, then only appends until the 16th turn since it", async () => {
+    const runtime = openRuntime();
+    const unseen = async () => {
+      const loaded = await store.load(KEY);
+      return loaded.status === "ok" ? loaded.unseen.length : -1;
+    };
+    await runtime.runTurn({ inbound: inbound("turn 1") }, signals);
+    expect(await unseen()).toBe(0);
+    for (let turn = 2; turn <= 16; turn += 1)
+      await runtime.runTurn({ inbound: inbound(`turn ${turn}`) }, signals);
+    expect(runtime.turnsSinceCheckpoint).toBe(15);
+    expect(await unseen()).toBe(30);
+    await runtime.runTurn({ inbound: inbound("turn 17") }, signals);
+    expect(runtime.turnsSinceCheckpoint).toBe(0);
+    expect(await unseen()).toBe(0);
+    expect(runtime.stats.turns).toBe(17);
+  });
+
+  it("catches up with turns the transcript has past the snapshot, and saves the result", async () => {
+    const runtime = openRuntime();
+    await runtime.runTurn({ inbound: inbound("one") }, signals);
+    const later = [
+      createMessage({ role: "user", content: "two", timestamp: 3_000 }),
+      createMessage({ role: "assistant", content: "seen 2", timestamp: 3_001 }),
+      createMessage({ role: "user", content: "three", timestamp: 3_002 }),
+    ];
+    await store.appendTranscript(KEY, later);
+    const reloaded = openRuntime({ memory: runtime.memory });
+    await reloaded.catchUp(later, undefined);
+    expect(reloaded.memory.messages.map(textOf)).toEqual(["one", "seen 1", "two", "seen 2", "three"]);
+    expect(reloaded.stats.turns).toBe(1);
+    const loaded = await store.load(KEY);
+    expect(loaded.status === "ok" && loaded.unseen).toEqual([]);
+    expect(loaded.status === "ok" && loaded.snapshot.stats.messageCount).toBe(5);
+  });
+
+  it("without a model, measures with the token counter and shows that one number everywhere", async () => {
+    const runtime = openRuntime({ withModel: false });
+    runtime.memory.append(createMessage({ role: "user", content: "hello there", timestamp: 1_000 }));
+    const tokens = runtime.contextTokens();
+    expect(tokens).toBeGreaterThan(0);
+    expect(runtime.figures().contextTokens).toBe(tokens);
+    expect(runtime.report().contextTokens).toBe(tokens);
+    expect(await runtime.compact(undefined)).toBeUndefined();
+    await expect(runtime.runTurn({ inbound: inbound("x") }, signals)).rejects.toMatchObject({
+      code: "session.no_model",
+    });
+  });
+});
