@@ -146,6 +146,11 @@ describe("the production build", () => {
       await readFile(join(serverDir, "..", "console", "dist", "index.html"), "utf8"),
     );
 
+    // Before its first model call the server has not loaded the model's SDK client (only its error classes).
+    const sdkClient = (entries: readonly string[]) =>
+      entries.filter((entry) => /\/node_modules\/openai\/(index|client)\.mjs$/.test(entry));
+    expect(sdkClient(await loaded("server-loaded.txt"))).toEqual([]);
+
     llm.enqueue(script.text("Built and answering."));
     const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: TEST_TOKEN, maxRetries: 0 });
     const reply = await client.chat.completions.create({
@@ -156,6 +161,7 @@ describe("the production build", () => {
     expect(reply.choices[0]?.message.content).toBe("Built and answering.");
 
     const urls = await loaded("server-loaded.txt");
+    expect(sdkClient(urls).length).toBeGreaterThan(0);
     expect(urls.some((entry) => entry.endsWith("/dist/main.js"))).toBe(true);
     expect(urls.filter((entry) => entry.endsWith(".ts") || entry.includes("/node_modules/tsx"))).toEqual([]);
     // No channel and no Qdrant are configured: no channel SDK and no Qdrant client is loaded.

@@ -1,5 +1,10 @@
 import { type AlmanacError, InternalError, isAlmanacError } from "@almanac/core";
-import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
+import {
+  APIConnectionError,
+  APIConnectionTimeoutError,
+  APIError,
+  APIUserAbortError,
+} from "openai/core/error";
 import { ModelError, type ModelErrorKind } from "./model-error.js";
 import { parseRetryAfterMs } from "./retry-after.js";
 

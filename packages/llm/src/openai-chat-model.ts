@@ -145,7 +145,7 @@ export function createOpenAIChatModel(config: OpenAIChatModelConfig): OpenAIChat
       const attemptOnce = async (attempt: number): Promise<ChatResponse> => {
         const attemptSignal = createAttemptSignal(request.signal, timeoutMs);
         try {
-          const raw: unknown = await endpoint.client.chat.completions.create(body, {
+          const raw: unknown = await (await endpoint.client()).chat.completions.create(body, {
             signal: attemptSignal.signal,
             timeout: timeoutMs,
           });

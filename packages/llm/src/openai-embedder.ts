@@ -47,7 +47,7 @@ export function createOpenAIEmbedder(config: OpenAIEmbedderConfig): Embedder {
       async () => {
         const attemptSignal = createAttemptSignal(signal, endpoint.timeoutMs);
         try {
-          const raw: unknown = await endpoint.client.embeddings.create(
+          const raw: unknown = await (await endpoint.client()).embeddings.create(
             {
               model: endpoint.model,
               input: [...texts],

@@ -1,5 +1,5 @@
 import { type Logger, silentLogger, UserError } from "@almanac/core";
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import { abortableSleep, type RetryPolicy, type Sleep } from "./retry.js";
 
 /** Settings shared by the chat model and the embedder: where to call, with what key, how patiently. */
@@ -27,9 +27,13 @@ export interface EndpointConfig {
   readonly sleep?: Sleep;
 }
 
-/** An {@link EndpointConfig} with defaults applied and an SDK client built. */
+/** An {@link EndpointConfig} with defaults applied, and the SDK client on demand. */
 export interface ResolvedEndpoint {
-  readonly client: OpenAI;
+  /**
+   * The SDK client, built on the first request: loading the `openai` package (~90 ms, ~13 MB resident) is
+   * not start-up work, and a server that has not called its model yet never pays for it.
+   */
+  readonly client: () => Promise<OpenAI>;
   readonly baseURL: string;
   readonly apiKey: string;
   readonly model: string;
@@ -43,8 +47,8 @@ export interface ResolvedEndpoint {
 const placeholderApiKey = "no-key";
 
 /**
- * Validates the shared settings (throwing `llm.config_invalid` naming the key) and builds the client.
- * The SDK's own retries are off (`maxRetries: 0`): we retry ourselves, see `retry.ts`.
+ * Validates the shared settings (throwing `llm.config_invalid` naming the key); the client is built on the
+ * first request. The SDK's own retries are off (`maxRetries: 0`): we retry ourselves, see `retry.ts`.
  */
 export function resolveEndpoint(config: EndpointConfig, what: string): ResolvedEndpoint {
   requireText(config.model, "model", what);
@@ -57,22 +61,33 @@ export function resolveEndpoint(config: EndpointConfig, what: string): ResolvedE
     maxDelayMs: integerAtLeast(config.retryMaxDelayMs, 30_000, 0, "retryMaxDelayMs", what),
     maxRetryAfterMs: integerAtLeast(config.maxRetryAfterMs, 60_000, 0, "maxRetryAfterMs", what),
   };
-  const client = new OpenAI({
-    baseURL: config.baseURL,
-    apiKey: config.apiKey === "" ? placeholderApiKey : config.apiKey,
-    // Explicit nulls so OPENAI_* environment variables never leak into a configured endpoint.
-    organization: null,
-    project: null,
-    adminAPIKey: null,
-    webhookSecret: null,
-    defaultHeaders: { ...config.headers },
-    maxRetries: 0,
-    timeout: timeoutMs,
-    // We log retries and failures ourselves, with the key kept out.
-    logLevel: "off",
-  });
+  let client: Promise<OpenAI> | undefined;
+  const loadClient = (): Promise<OpenAI> => {
+    client ??= import("openai").then(
+      ({ default: OpenAIClient }) =>
+        new OpenAIClient({
+          baseURL: config.baseURL,
+          apiKey: config.apiKey === "" ? placeholderApiKey : config.apiKey,
+          // Explicit nulls so OPENAI_* environment variables never leak into a configured endpoint.
+          organization: null,
+          project: null,
+          adminAPIKey: null,
+          webhookSecret: null,
+          defaultHeaders: { ...config.headers },
+          maxRetries: 0,
+          timeout: timeoutMs,
+          // We log retries and failures ourselves, with the key kept out.
+          logLevel: "off",
+        }),
+      (error: unknown) => {
+        client = undefined; // a failed load is tried again by the next request
+        throw error;
+      },
+    );
+    return client;
+  };
   return {
-    client,
+    client: loadClient,
     baseURL: config.baseURL,
     apiKey: config.apiKey,
     model: config.model,

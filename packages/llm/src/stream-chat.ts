@@ -39,7 +39,7 @@ export async function* streamChat(
     let failure: AlmanacError;
     const attemptSignal = createAttemptSignal(request.signal, timeoutMs);
     try {
-      const stream = await endpoint.client.chat.completions.create(body, {
+      const stream = await (await endpoint.client()).chat.completions.create(body, {
         signal: attemptSignal.signal,
         timeout: timeoutMs,
       });
