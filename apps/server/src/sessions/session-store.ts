@@ -20,7 +20,7 @@ import { parseSnapshot, serializeSnapshot } from "./snapshot-file.js";
 import { transcriptFacts } from "./transcript-facts.js";
 import { createTranscriptFiles, encodeTranscriptLines } from "./transcript-file.js";
 
-export type { LoadResult, SessionStore, SessionSummary } from "./session.js";
+export type { SessionStore } from "./session.js";
 
 /** Options of {@link createSessionStore}. */
 export interface SessionStoreOptions {
