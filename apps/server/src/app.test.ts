@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -22,10 +22,10 @@ afterEach(async () => {
 });
 
 /** A server built over a fresh data directory without a model (nothing to contact), logging into `lines`. */
-async function build(lines: string[] = []): Promise<FastifyInstance> {
+async function build(lines: string[] = [], env: Record<string, string> = {}): Promise<FastifyInstance> {
   home ??= await mkdtemp(join(tmpdir(), "almanac-app-"));
   const { config } = loadConfig({
-    env: { ALMANAC_HOME: home, ALMANAC_ADMIN_TOKEN: TOKEN, ALMANAC_LOG_LEVEL: "debug" },
+    env: { ALMANAC_HOME: home, ALMANAC_ADMIN_TOKEN: TOKEN, ALMANAC_LOG_LEVEL: "debug", ...env },
     cwd: home,
   });
   const logDestination = new Writable({
@@ -76,7 +76,7 @@ describe("buildApp", () => {
     expect(existsSync(lock)).toBe(false);
   });
 
-  it("shuts down in the order of the plugin graph: 503 first, turns drained, channels, sessions, summarizer, memory, lock", async () => {
+  it("shuts down in the order of the plugin graph: 503 first, turns drained, then channels, sessions, stats, summarizer, index, lock", async () => {
     const lines: string[] = [];
     app = await build(lines);
     await app.close();
@@ -100,6 +100,38 @@ describe("buildApp", () => {
       PLUGIN.memory,
       PLUGIN.config,
     ]);
+  });
+
+  it("closes what had started and releases the data directory when a plugin fails to start", async () => {
+    home = await mkdtemp(join(tmpdir(), "almanac-app-"));
+    // The channels plugin cannot open its dedup log where a directory stands.
+    await mkdir(join(home, "state", "channel-dedup.jsonl"), { recursive: true });
+    const lines: string[] = [];
+    await expect(build(lines)).rejects.toMatchObject({ code: "EISDIR" });
+    expect(existsSync(join(home, "state", "almanac.lock"))).toBe(false);
+    const closed = lines.flatMap((line) => {
+      const entry = JSON.parse(line) as { msg?: string; plugin?: string };
+      return entry.msg === "plugin closed" ? [entry.plugin] : [];
+    });
+    expect(closed).toEqual([PLUGIN.sessions, PLUGIN.stats, PLUGIN.summarizer, PLUGIN.memory, PLUGIN.config]);
+  });
+
+  it("gives a webhook route to the channels that take webhooks in their configuration, and to no other", async () => {
+    const feishu = {
+      ALMANAC_FEISHU_APP_ID: "cli_0123456789abcdef",
+      ALMANAC_FEISHU_APP_SECRET: "app-secret-0123456789",
+    };
+    const webhookRoutes = (instance: FastifyInstance) =>
+      instance.routeTable().filter((route) => route.url.startsWith("/channels/"));
+    app = await build([], {
+      ...feishu,
+      ALMANAC_FEISHU_MODE: "webhook",
+      ALMANAC_FEISHU_ENCRYPT_KEY: "encrypt-key-0123456789",
+    });
+    expect(webhookRoutes(app)).toEqual([{ method: "POST", url: "/channels/feishu/webhook", public: true }]);
+    await app.close();
+    app = await build([], { ...feishu, ALMANAC_FEISHU_MODE: "websocket" });
+    expect(webhookRoutes(app)).toEqual([]);
   });
 
   it("registers every plugin after the plugins it declares as dependencies", () => {
