@@ -1,4 +1,4 @@
-import type { Logger } from "@almanac/core";
+import type { Logger, WebhookRequest, WebhookResponse } from "@almanac/core";
 import type { FeishuReceiveEvent } from "./event-schema.js";
 
 /** How Feishu delivers events: the SDK's long connection (no public URL needed) or HTTP POSTs to a request URL. */
@@ -48,16 +48,8 @@ export interface FeishuInboundRaw {
   readonly event: FeishuReceiveEvent;
 }
 
-/** The request the server's webhook route hands to {@link FeishuAdapter.handleWebhook}. */
-export interface FeishuWebhookRequest {
-  /** Request headers with lower-case names (Node's `IncomingHttpHeaders` fits). */
-  readonly headers: Readonly<Record<string, string | readonly string[] | undefined>>;
-  /** The body exactly as received: the signature covers these bytes, so do not re-serialize parsed JSON. */
-  readonly rawBody: string | Uint8Array;
-}
+/** The request the server's webhook route hands to {@link FeishuAdapter.handleWebhook} (core's shape). */
+export type FeishuWebhookRequest = WebhookRequest;
 
-/** What the server's webhook route answers. `body` is JSON. */
-export interface FeishuWebhookResponse {
-  readonly status: number;
-  readonly body: unknown;
-}
+/** What the server's webhook route answers (core's shape). `body` is JSON. */
+export type FeishuWebhookResponse = WebhookResponse;
