@@ -33,6 +33,7 @@ export const adminRoutesPlugin = fp(
   {
     name: PLUGIN.adminRoutes,
     fastify: "5.x",
+    encapsulate: true,
     dependencies: [
       PLUGIN.http,
       PLUGIN.telemetry,

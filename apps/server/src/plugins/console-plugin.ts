@@ -7,5 +7,10 @@ export const consolePlugin = fp(
   async (app) => {
     await registerConsole(app, { sessions: app.sessions });
   },
-  { name: PLUGIN.console, fastify: "5.x", dependencies: [PLUGIN.http, PLUGIN.sessions] },
+  {
+    name: PLUGIN.console,
+    fastify: "5.x",
+    dependencies: [PLUGIN.http, PLUGIN.sessions],
+    encapsulate: true,
+  },
 );

@@ -7,5 +7,11 @@ export const openAIRoutesPlugin = fp(
   async (app) => {
     registerOpenAIRoutes(app, app.sessions);
   },
-  { name: PLUGIN.openAIRoutes, fastify: "5.x", dependencies: [PLUGIN.http, PLUGIN.sessions] },
+  {
+    name: PLUGIN.openAIRoutes,
+    fastify: "5.x",
+    dependencies: [PLUGIN.http, PLUGIN.sessions],
+    // Routes only: nothing it adds reaches the rest of the app.
+    encapsulate: true,
+  },
 );
