@@ -187,9 +187,9 @@ export class SessionManager {
         return reply(HELP_TEXT);
       case "new": {
         const transcript: Message[] = [];
-        for await (const message of session.session.history()) transcript.push(message);
+        for await (const message of session.stored.history()) transcript.push(message);
         await this.#options.lifecycle?.sessionEnded?.(session.key, transcript);
-        const archived = await session.session.reset();
+        const archived = await session.stored.reset();
         this.#sessions.delete(session.key);
         this.#logger.info({ sessionKey: session.key, archived }, "session reset by /new");
         this.#events?.publish({ type: "session-reset", sessionKey: session.key });

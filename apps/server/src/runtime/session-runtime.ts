@@ -60,7 +60,8 @@ export interface TurnSignals {
  */
 export interface SessionRuntime {
   readonly key: string;
-  readonly session: Session;
+  /** The session as stored: its transcript and snapshot. */
+  readonly stored: Session;
   readonly systemPrompt: string;
   /** Absent when no model is configured. */
   readonly agent: AgentSession | undefined;
@@ -281,7 +282,7 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
 
   return {
     key,
-    session,
+    stored: session,
     systemPrompt,
     agent,
     createdAt,
