@@ -119,6 +119,8 @@ export interface AgentRuntimeOptions {
   readonly toolkit: (scope: MemoryScope) => Toolkit;
   readonly tokenCounter: TokenCounter;
   readonly basePrompt: string;
+  /** Stamps messages the runtime writes itself (a stopped reply); `Date.now` unless a test injects one. */
+  readonly clock?: () => number;
   /**
    * Fixed text between the base prompt and the session's memory context. The server leaves it empty: the
    * memory guide depends on the session's scope, so it comes with the session's memory context.
@@ -143,6 +145,7 @@ export interface AgentRuntimeOptions {
  */
 export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
   const { config, model, tokenCounter, logger } = options;
+  const clock = options.clock ?? Date.now;
   // Tool specs (JSON Schemas) per scope, built once: toolkits are made per turn for their per-turn state, but
   // a scope's tool definitions never change, and rebuilding their schemas cost ~1 ms per turn. One entry per
   // scope (the owner, and each shared chat): a few KB each.
@@ -238,7 +241,7 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
           if (!turn.stopSignal?.aborted) throw error;
           // Stopped: whatever was cut (model call, tool, compaction), the agent left memory valid; the partial
           // reply closes the turn like an answer would.
-          const reply = stoppedReply(stepText, Date.now());
+          const reply = stoppedReply(stepText, clock());
           turn.memory.append(reply);
           logger.info({ sessionKey, partialChars: stepText.length }, "reply stopped on request");
           return { reply, usage: [], notices: [], stopped: true };
