@@ -4,7 +4,8 @@
  * instantly) in a third process, and this process as the client over HTTP:
  *  1. resident memory (RSS, /proc) after start + `--idle-seconds` idle (default 30), and after one turn;
  *  2. `GET /api/memory/search` latency over HTTP (keep-alive, sequential), p50/p95;
- *  3. RSS with `--sessions` (default 1,000) loaded idle sessions (one turn each, 100 at a time);
+ *  3. RSS with `--sessions` (default 1,000) loaded idle sessions (one turn each, 100 at a time), 2 s after and
+ *     after `--idle-seconds` more;
  *  4. 100 concurrent sessions × 10 turns through `/v1/chat/completions`: latency p50/p99.
  * `--quick` stops after 2 (for comparing start-up memory); `--memory empty` starts with no memory files;
  * `--restart` measures a second start over the index the first one built (after `--idle-seconds`).
@@ -13,6 +14,7 @@
  *      [--memory year|empty] [--quick] [--restart]
  *   dist   `node --enable-source-maps apps/server/dist/main.js` (default; build first: `pnpm build:server`;
  *          `--main <file>` runs another build's main.js, e.g. a copy of dist/ from before a change)
+ *   `--node-flags "<flags>"` are given to the server's node (e.g. "--max-semi-space-size=1")
  *   bin    `node apps/server/bin/almanac.js`;  source  the TypeScript through tsx
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -30,6 +32,7 @@ const { values } = parseArgs({
   options: {
     runner: { type: "string", default: "dist" },
     main: { type: "string" },
+    "node-flags": { type: "string", default: "" },
     "idle-seconds": { type: "string", default: "30" },
     sessions: { type: "string", default: "1000" },
     memory: { type: "string", default: "year" },
@@ -57,7 +60,9 @@ async function main(): Promise<void> {
     bin: [join(root, "apps/server/bin/almanac.js")],
     source: ["--import", "tsx", join(root, "apps/server/src/main.ts")],
   };
-  const runnerArgs = runners[values.runner];
+  const chosen = runners[values.runner];
+  const flags = values["node-flags"].split(" ").filter(Boolean);
+  const runnerArgs = chosen === undefined ? undefined : [...flags, ...chosen];
   if (runnerArgs === undefined) throw new Error(`--runner must be one of ${Object.keys(runners).join(", ")}`);
   const idleSeconds = Number(values["idle-seconds"]);
   const idleSessions = Number(values.sessions);
@@ -174,7 +179,12 @@ async function main(): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 2000));
     const rssAfter = rss(serverPid);
     note(
-      `RSS with ${idleSessions} loaded idle sessions: ${memory(serverPid)} (+${((rssAfter - rssBefore) / idleSessions).toFixed(1)} KiB a session)`,
+      `RSS with ${idleSessions} loaded idle sessions, 2 s after: ${memory(serverPid)} (+${((rssAfter - rssBefore) / idleSessions).toFixed(1)} KiB a session)`,
+    );
+    // V8 shrinks an idle heap on its own after a while (its memory reducer): what a quiet server holds.
+    await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
+    note(
+      `  the same after ${idleSeconds} s more idle: ${memory(serverPid)} (+${((rss(serverPid) - rssBefore) / idleSessions).toFixed(1)} KiB a session)`,
     );
 
     const concurrent: number[] = [];
