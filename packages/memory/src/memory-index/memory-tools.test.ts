@@ -221,3 +221,26 @@ describe("the output budget", () => {
     expect(result.content).toContain("line 10 of a long memory file");
   });
 });
+
+describe("createMemoryTools", () => {
+  it("builds the argument schemas once: toolkits made turn after turn share them, per scope and limits", () => {
+    const search = createMemorySearch({ backend });
+    const parameters = (tools: ReturnType<typeof createMemoryTools>) => tools.map((tool) => tool.parameters);
+    const first = parameters(createMemoryTools({ search, workspace }));
+    expect(parameters(createMemoryTools({ search, workspace }))).toEqual(first);
+    expect(parameters(createMemoryTools({ search, workspace }))[1]).toBe(first[1]);
+    expect(parameters(createMemoryTools({ search, workspace }))[0]).toBe(first[0]);
+    const shared = parameters(
+      createMemoryTools({
+        search,
+        workspace,
+        scope: { kind: "shared", id: "discord:main:group:g1", folder: "discord-g1" },
+      }),
+    );
+    expect(shared[1]).not.toBe(first[1]);
+    expect(z.toJSONSchema(shared[1]!)).toMatchObject({
+      properties: { path: { description: expect.stringContaining("shared/") } },
+    });
+    expect(parameters(createMemoryTools({ search, workspace, maxGetLines: 50 }))[1]).not.toBe(first[1]);
+  });
+});

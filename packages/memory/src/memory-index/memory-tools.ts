@@ -51,6 +51,57 @@ function errorCode(error: unknown): string | undefined {
     : undefined;
 }
 
+// The tools' argument schemas are built once, not with every toolkit: toolkits are made per turn, and building
+// zod schemas (and their JSON Schemas) was a tenth of a millisecond of every turn and garbage for the GC.
+const memorySearchParameters = z.object({
+  query: z
+    .string()
+    .min(1)
+    .describe("What to look for: keywords, an identifier such as OPS-4821, or a question."),
+  maxResults: z.number().int().min(1).max(50).optional().describe("Most passages to return (default 8)."),
+  minScore: z
+    .number()
+    .min(0)
+    .max(1)
+    .optional()
+    .describe("Drop passages scoring below this, 0-1 (default 0.25)."),
+});
+
+const memoryGetSchemas = new Map<string, ReturnType<typeof buildMemoryGetParameters>>();
+
+/** `memory_get`'s arguments for a scope's folder and line limits (one schema per distinct combination). */
+function memoryGetParameters(shared: string | undefined, maxLines: number, defaultLines: number) {
+  const key = `${shared ?? ""}\u0000${maxLines}\u0000${defaultLines}`;
+  let schema = memoryGetSchemas.get(key);
+  if (schema === undefined) {
+    schema = buildMemoryGetParameters(shared, maxLines, defaultLines);
+    if (memoryGetSchemas.size >= 256) memoryGetSchemas.clear();
+    memoryGetSchemas.set(key, schema);
+  }
+  return schema;
+}
+
+function buildMemoryGetParameters(shared: string | undefined, maxLines: number, defaultLines: number) {
+  return z.object({
+    path: z
+      .string()
+      .min(1)
+      .describe(
+        shared === undefined
+          ? "MEMORY.md or memory/…, relative to the workspace."
+          : `${shared}…, relative to the workspace.`,
+      ),
+    fromLine: z.number().int().min(1).optional().describe("First line to read, 1-based (default 1)."),
+    lines: z
+      .number()
+      .int()
+      .min(1)
+      .max(maxLines)
+      .optional()
+      .describe(`How many lines (default ${defaultLines}).`),
+  });
+}
+
 /**
  * The memory tools for the agent: `memory_search` (hybrid search over the scope's files: MEMORY.md and
  * memory/ for the owner, its own log folder for a shared chat) and `memory_get` (read lines of one of
@@ -74,19 +125,7 @@ export function createMemoryTools(options: MemoryToolsOptions): Tool[] {
         : `Search this chat's own log (${shared}) for facts, decisions, `) +
       "people, ticket ids and past conversations. Returns the best matching passages with their file path " +
       "and line range; use memory_get to read more around a hit.",
-    parameters: z.object({
-      query: z
-        .string()
-        .min(1)
-        .describe("What to look for: keywords, an identifier such as OPS-4821, or a question."),
-      maxResults: z.number().int().min(1).max(50).optional().describe("Most passages to return (default 8)."),
-      minScore: z
-        .number()
-        .min(0)
-        .max(1)
-        .optional()
-        .describe("Drop passages scoring below this, 0-1 (default 0.25)."),
-    }),
+    parameters: memorySearchParameters,
     async execute(args, context) {
       try {
         const run = async (snippetChars?: number) => {
@@ -159,24 +198,7 @@ export function createMemoryTools(options: MemoryToolsOptions): Tool[] {
       shared === undefined
         ? "Read lines of a memory file: MEMORY.md or a file under memory/ (for example a path returned by memory_search)."
         : `Read lines of this chat's log, a file under ${shared} (for example a path returned by memory_search).`,
-    parameters: z.object({
-      path: z
-        .string()
-        .min(1)
-        .describe(
-          shared === undefined
-            ? "MEMORY.md or memory/…, relative to the workspace."
-            : `${shared}…, relative to the workspace.`,
-        ),
-      fromLine: z.number().int().min(1).optional().describe("First line to read, 1-based (default 1)."),
-      lines: z
-        .number()
-        .int()
-        .min(1)
-        .max(maxLines)
-        .optional()
-        .describe(`How many lines (default ${defaultLines}).`),
-    }),
+    parameters: memoryGetParameters(shared, maxLines, defaultLines),
     async execute(args) {
       const requested = args.path.replaceAll("\\", "/").replace(/^(\.\/)+/u, "");
       let absolute: string;
