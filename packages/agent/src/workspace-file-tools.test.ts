@@ -236,3 +236,19 @@ describe("workspace file tools with a custom writer", () => {
     }
   });
 });
+
+describe("createWorkspaceFileTools", () => {
+  it("builds the argument schemas once: toolkits made turn after turn share them", () => {
+    const parameters = (maxReadLines?: number) =>
+      createWorkspaceFileTools({ root, ...(maxReadLines === undefined ? {} : { maxReadLines }) }).map(
+        (tool) => tool.parameters,
+      );
+    const first = parameters();
+    for (const [index, schema] of parameters().entries()) expect(schema).toBe(first[index]);
+    // read_file's schema names its line limit, so another limit has its own; the others are shared.
+    const limited = parameters(50);
+    expect(limited[0]).not.toBe(first[0]);
+    expect(limited.slice(1)).toEqual(first.slice(1));
+    for (const [index, schema] of limited.entries()) if (index > 0) expect(schema).toBe(first[index]);
+  });
+});

@@ -86,6 +86,64 @@ function replaceAt(text: string, starts: readonly number[], length: number, repl
   return result + text.slice(cursor);
 }
 
+// The tools' argument schemas are built once, not with every toolkit: the server makes a toolkit per turn, and
+// building zod schemas each time was CPU on every turn and garbage for the GC.
+const writeFileParameters = z.object({
+  path: pathField,
+  content: z.string().describe("The complete new content of the file."),
+});
+
+const editFileParameters = z.object({
+  path: pathField,
+  old_text: z.string().min(1).describe("The exact text to replace."),
+  new_text: z.string().describe("The text to put in its place."),
+  replace_all: z
+    .boolean()
+    .optional()
+    .describe("Replace every occurrence instead of exactly one. Default false."),
+});
+
+const appendFileParameters = z.object({
+  path: pathField,
+  content: z
+    .string()
+    .describe("Text to add at the end, exactly as given (include a leading newline if needed)."),
+});
+
+const listFilesParameters = z.object({
+  path: pathField.optional().describe("Directory relative to the workspace root. Default: the root."),
+  recursive: z
+    .boolean()
+    .optional()
+    .describe("Include everything below, not just direct entries. Default false."),
+});
+
+const readFileSchemas = new Map<number, ReturnType<typeof buildReadFileParameters>>();
+
+/** `read_file`'s arguments for a line limit (its description names it). */
+function readFileParameters(maxReadLines: number) {
+  let schema = readFileSchemas.get(maxReadLines);
+  if (schema === undefined) {
+    schema = buildReadFileParameters(maxReadLines);
+    if (readFileSchemas.size >= 64) readFileSchemas.clear();
+    readFileSchemas.set(maxReadLines, schema);
+  }
+  return schema;
+}
+
+function buildReadFileParameters(maxReadLines: number) {
+  return z.object({
+    path: pathField,
+    offset: z.number().int().min(1).optional().describe("First line to show, 1-based. Default 1."),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe(`How many lines to show. Default and maximum ${maxReadLines}.`),
+  });
+}
+
 /**
  * The workspace file tools: `read_file`, `write_file`, `edit_file`, `append_file` and `list_files`.
  * Every path goes through {@link resolveWorkspacePath}; failures become tool error results, never crashes.
@@ -106,16 +164,7 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
   const readFileTool = defineTool({
     name: "read_file",
     description: `Read a text file in the workspace. Shows at most ${maxReadLines} lines per call; use offset and limit to page through longer files.`,
-    parameters: z.object({
-      path: pathField,
-      offset: z.number().int().min(1).optional().describe("First line to show, 1-based. Default 1."),
-      limit: z
-        .number()
-        .int()
-        .min(1)
-        .optional()
-        .describe(`How many lines to show. Default and maximum ${maxReadLines}.`),
-    }),
+    parameters: readFileParameters(maxReadLines),
     async execute({ path: requested, offset = 1, limit }) {
       const target = await resolveTarget(root, requested);
       const lines = splitLines(await readText(target));
@@ -143,10 +192,7 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
     name: "write_file",
     description:
       "Create or overwrite a text file in the workspace with the given content. Parent directories are created.",
-    parameters: z.object({
-      path: pathField,
-      content: z.string().describe("The complete new content of the file."),
-    }),
+    parameters: writeFileParameters,
     async execute({ path: requested, content }) {
       const target = await resolveTarget(root, requested);
       const kind = await existingKind(target);
@@ -165,15 +211,7 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
     name: "edit_file",
     description:
       "Replace exact text in a workspace file. old_text must match the file exactly (whitespace and line breaks included) and occur once, unless replace_all is true.",
-    parameters: z.object({
-      path: pathField,
-      old_text: z.string().min(1).describe("The exact text to replace."),
-      new_text: z.string().describe("The text to put in its place."),
-      replace_all: z
-        .boolean()
-        .optional()
-        .describe("Replace every occurrence instead of exactly one. Default false."),
-    }),
+    parameters: editFileParameters,
     async execute({
       path: requested,
       old_text: oldText,
@@ -210,12 +248,7 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
     name: "append_file",
     description:
       "Append text to the end of a workspace file, creating the file (and its directories) if missing.",
-    parameters: z.object({
-      path: pathField,
-      content: z
-        .string()
-        .describe("Text to add at the end, exactly as given (include a leading newline if needed)."),
-    }),
+    parameters: appendFileParameters,
     async execute({ path: requested, content }) {
       const target = await resolveTarget(root, requested);
       const kind = await existingKind(target);
@@ -237,13 +270,7 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
   const listFilesTool = defineTool({
     name: "list_files",
     description: `List a workspace directory (directories end with "/"). Recursive listing stops after ${maxListEntries} entries.`,
-    parameters: z.object({
-      path: pathField.optional().describe("Directory relative to the workspace root. Default: the root."),
-      recursive: z
-        .boolean()
-        .optional()
-        .describe("Include everything below, not just direct entries. Default false."),
-    }),
+    parameters: listFilesParameters,
     async execute({ path: requested = ".", recursive = false }) {
       const target = await resolveTarget(root, requested);
       const kind = await existingKind(target);
