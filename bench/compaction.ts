@@ -7,11 +7,20 @@
  */
 import { performance } from "node:perf_hooks";
 import {
+  type CompactionEndEvent,
+  type CompactionEvent,
+  createCompactor,
+  runWithOverflowRecovery,
+} from "@almanac/compaction";
+import {
   createAgent,
   createHookRegistry,
   createToolkit,
   WorkingMemory,
 } from "../packages/agent/src/index.js";
+import { createReportTool, createSaveNoteTool } from "../packages/compaction/test/generated-tools.js";
+import { requestHasTurnPrefix, validSummary } from "../packages/compaction/test/summary-fixtures.js";
+import { createRandom, generatedText } from "../packages/compaction/test/transcripts.js";
 import {
   type ChatModel,
   type ChatRequest,
@@ -23,15 +32,6 @@ import {
   ProviderError,
   type TokenCounter,
 } from "../packages/core/src/index.js";
-import {
-  type CompactionEndEvent,
-  type CompactionEvent,
-  createCompactor,
-  runWithOverflowRecovery,
-} from "../packages/memory/src/compaction/index.js";
-import { createReportTool, createSaveNoteTool } from "../packages/memory/test/compaction/generated-tools.js";
-import { requestHasTurnPrefix, validSummary } from "../packages/memory/test/compaction/summary-fixtures.js";
-import { createRandom, generatedText } from "../packages/memory/test/compaction/transcripts.js";
 
 const TURNS = 1_000;
 const WINDOW = 16_384;

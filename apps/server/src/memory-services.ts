@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { readTextFile, type Tool, type WorkspaceTarget } from "@almanac/agent";
+import { toolOutputTokenBudget } from "@almanac/compaction";
 import {
   type ChatModel,
   type Logger,
@@ -28,7 +29,6 @@ import {
   type SqliteIndexOptions,
   type SummaryQueue,
   type SyncProgress,
-  toolOutputTokenBudget,
 } from "@almanac/memory";
 import { compactionWindow } from "./config/compaction-window.js";
 import type { AlmanacConfig } from "./config/config-schema.js";

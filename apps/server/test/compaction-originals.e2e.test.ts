@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { summarySections } from "@almanac/memory";
+import { summarySections } from "@almanac/compaction";
 import { type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { isSummarizerRequest, startTestServer, TEST_MODEL_KEY, type TestServer } from "./test-server.js";

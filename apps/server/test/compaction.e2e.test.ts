@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { summarySections } from "@almanac/compaction";
 import { formatSessionKey, sessionKeyToFileStem } from "@almanac/core";
-import { summarySections } from "@almanac/memory";
 import { script } from "@almanac/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { isSummarizerRequest, readTranscriptLines, startTestServer, type TestServer } from "./test-server.js";

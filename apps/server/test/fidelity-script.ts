@@ -1,5 +1,5 @@
+import { summaryInstructionsTitle, summarySections } from "@almanac/compaction";
 import { createTokenCounter } from "@almanac/core";
-import { summaryInstructionsTitle, summarySections } from "@almanac/memory";
 import {
   type RecordedChatMessage,
   type RecordedChatRequest,

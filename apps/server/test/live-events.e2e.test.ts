@@ -1,4 +1,4 @@
-import { summarySections } from "@almanac/memory";
+import { summarySections } from "@almanac/compaction";
 import { lastUserText, script } from "@almanac/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { openLiveEvents, type ReceivedEvent } from "./live-events.js";

@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { summarySections } from "@almanac/memory";
+import { summarySections } from "@almanac/compaction";
 import { type RecordedChatRequest, script } from "@almanac/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { isSummarizerRequest, startTestServer, type TestServer } from "./test-server.js";

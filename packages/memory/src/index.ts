@@ -1,4 +1,3 @@
-export * from "./compaction/index.js";
 export * from "./memory-files/index.js";
 export * from "./memory-index/index.js";
 export {

@@ -6,6 +6,12 @@ import {
   type WorkingMemory,
 } from "@almanac/agent";
 import {
+  type CompactionEvent,
+  createCompactor,
+  type OriginalsLookup,
+  runWithOverflowRecovery,
+} from "@almanac/compaction";
+import {
   type ChatModel,
   createMessage,
   type Logger,
@@ -14,13 +20,7 @@ import {
   type ToolSpec,
   type Usage,
 } from "@almanac/core";
-import {
-  type CompactionEvent,
-  createCompactor,
-  type MemoryScope,
-  type OriginalsLookup,
-  runWithOverflowRecovery,
-} from "@almanac/memory";
+import type { MemoryScope } from "@almanac/memory";
 import { compactionWindow } from "../config/compaction-window.js";
 import type { AlmanacConfig } from "../config/config-schema.js";
 

@@ -1,6 +1,6 @@
 import type { WorkingMemory } from "@almanac/agent";
+import { compactionCounters } from "@almanac/compaction";
 import type { Message } from "@almanac/core";
-import { compactionCounters } from "@almanac/memory";
 
 /**
  * Turns whose messages may sit in the transcript only (past the snapshot's recorded size) before the snapshot

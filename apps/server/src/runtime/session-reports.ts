@@ -1,6 +1,6 @@
 import type { WorkingMemory } from "@almanac/agent";
+import { compactionCounters } from "@almanac/compaction";
 import type { TokenCounter } from "@almanac/core";
-import { compactionCounters } from "@almanac/memory";
 import type { SessionStats } from "../sessions/session-snapshot.js";
 
 /** What the `/status` and `/history` reports are made from. */

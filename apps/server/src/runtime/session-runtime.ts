@@ -1,4 +1,5 @@
 import type { WorkingMemory } from "@almanac/agent";
+import { compactionCounters, createContextMeter } from "@almanac/compaction";
 import {
   createMessage,
   InternalError,
@@ -9,7 +10,6 @@ import {
   type TokenCounter,
   type Usage,
 } from "@almanac/core";
-import { compactionCounters, createContextMeter } from "@almanac/memory";
 import type { SessionFigures } from "../events/event-bus.js";
 import type { Session } from "../sessions/session.js";
 import type { SessionSnapshot, SessionStats } from "../sessions/session-snapshot.js";

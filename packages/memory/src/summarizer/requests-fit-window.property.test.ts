@@ -2,12 +2,13 @@ import { mkdir, mkdtemp, readFile, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { WorkingMemory } from "@almanac/agent";
+import { createCompactor } from "@almanac/compaction";
 import { createTokenCounter, type Message } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import { type RecordedChatRequest, type ScriptedLlm, startScriptedLlm } from "@almanac/testkit";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import { isSummaryRequest, summaryStep } from "../../test/compaction/scripted-session.js";
+import { isSummaryRequest, summaryStep } from "../../../compaction/test/scripted-session.js";
 import {
   assistant,
   createRandom,
@@ -15,9 +16,8 @@ import {
   type RoundCall,
   toolRound,
   user,
-} from "../../test/compaction/transcripts.js";
+} from "../../../compaction/test/transcripts.js";
 import { factSummarizerStep } from "../../test/summarizer/fact-summarizer.js";
-import { createCompactor } from "../compaction/compactor.js";
 import { createSummarizer } from "./summarizer.js";
 import { createSummaryQueue } from "./summary-queue.js";
 

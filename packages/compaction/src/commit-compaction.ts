@@ -1,11 +1,17 @@
 import type { RollingSummary, WorkingMemory } from "@almanac/agent";
 import { hasMark, type Message, withMark } from "@almanac/core";
 
-/** Why a compaction ran: automatically before a step, by `/compact`, or after a context-length error. */
-export type CompactionReason = "auto" | "command" | "overflow";
+/** Every reason a compaction runs for (the summarizer's journal validates reasons against it). */
+export const compactionReasons = ["auto", "command", "overflow"] as const;
 
-/** What the journal receives before a compaction is committed (the summarizer queue's job input). */
-export interface CompactionBatch {
+/** Why a compaction ran: automatically before a step, by `/compact`, or after a context-length error. */
+export type CompactionReason = (typeof compactionReasons)[number];
+
+/**
+ * The messages one compaction takes out of the prompt, as the journal receives them before the compaction
+ * is committed. The same object travels on to the summarizer queue (with the session key beside it).
+ */
+export interface CompactedBatch {
   readonly reason: CompactionReason;
   /** The messages leaving the prompt, in order, with their content as memory held it before this compaction. */
   readonly messages: readonly Message[];
@@ -19,7 +25,7 @@ export interface CompactionBatch {
  * Durably records a batch before it is committed. If it throws, the compaction is aborted and nothing is
  * marked; dropping old compacted messages from memory relies on every batch having been journaled.
  */
-export type CompactionJournal = (batch: CompactionBatch) => Promise<void>;
+export type CompactionJournal = (batch: CompactedBatch) => Promise<void>;
 
 /**
  * Finds messages as they were first said, by id (absent ids are not known). The compactor asks it for

@@ -1,12 +1,6 @@
 import { createTokenCounter, hasMark, type Message, toolCallsOf, toolResultsOf } from "@almanac/core";
 import { describe, expect, it } from "vitest";
-import {
-  createRandom,
-  createTestClock,
-  generatedText,
-  toolRound,
-  user,
-} from "../../test/compaction/transcripts.js";
+import { createRandom, createTestClock, generatedText, toolRound, user } from "../test/transcripts.js";
 import {
   type CheapPassLimits,
   compressOldMessages,

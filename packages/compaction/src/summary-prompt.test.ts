@@ -1,6 +1,6 @@
 import { messageText } from "@almanac/core";
 import { describe, expect, it } from "vitest";
-import { validSummary } from "../../test/compaction/summary-fixtures.js";
+import { validSummary } from "../test/summary-fixtures.js";
 import {
   buildSummaryRequest,
   missingSections,

@@ -3,11 +3,11 @@ import { createTokenCounter, type Message } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import { type RecordedChatRequest, type ScriptedLlm, type ScriptStep, script } from "@almanac/testkit";
 import { z } from "zod";
-import type { CompactionBatch } from "../../src/compaction/commit-compaction.js";
-import type { CompactionEvent } from "../../src/compaction/compaction-events.js";
-import { type Compactor, createCompactor } from "../../src/compaction/compactor.js";
-import type { CompactorOptions } from "../../src/compaction/compactor-options.js";
-import { summaryInstructionsTitle } from "../../src/compaction/summary-prompt.js";
+import type { CompactedBatch } from "../src/commit-compaction.js";
+import type { CompactionEvent } from "../src/compaction-events.js";
+import { type Compactor, createCompactor } from "../src/compactor.js";
+import type { CompactorOptions } from "../src/compactor-options.js";
+import { summaryInstructionsTitle } from "../src/summary-prompt.js";
 import { createReportTool } from "./generated-tools.js";
 import { requestHasTurnPrefix, validSummary } from "./summary-fixtures.js";
 
@@ -102,7 +102,7 @@ export function createScriptedSession(llm: ScriptedLlm, overrides: Partial<Compa
       contextWindow: 16_384,
     });
   const mainModel = model(mainModelName);
-  const batches: CompactionBatch[] = [];
+  const batches: CompactedBatch[] = [];
   const events: CompactionEvent[] = [];
   const hooks = createHookRegistry();
   let now = 1_700_000_000_000;

@@ -7,8 +7,8 @@ import {
   RecordingMemory,
   routeRequests,
   summaryModelName,
-} from "../../test/compaction/scripted-session.js";
-import { validSummary } from "../../test/compaction/summary-fixtures.js";
+} from "../test/scripted-session.js";
+import { validSummary } from "../test/summary-fixtures.js";
 import {
   assistant,
   createRandom,
@@ -16,7 +16,7 @@ import {
   generatedText,
   toolRound,
   user,
-} from "../../test/compaction/transcripts.js";
+} from "../test/transcripts.js";
 import type { CompactionEndEvent } from "./compaction-events.js";
 import { runWithOverflowRecovery } from "./overflow-recovery.js";
 import type { SummaryPath } from "./summarize.js";

@@ -1,6 +1,6 @@
 import { createTokenCounter } from "@almanac/core";
 import { describe, expect, it } from "vitest";
-import { assistant, createTestClock, toolRound, user } from "../../test/compaction/transcripts.js";
+import { assistant, createTestClock, toolRound, user } from "../test/transcripts.js";
 import { indexToolCalls } from "./cheap-passes.js";
 import { buildStaticSummary } from "./static-summary.js";
 import { summaryTextSchema } from "./summary-prompt.js";

@@ -1,7 +1,7 @@
 import { buildPrompt, WorkingMemory } from "@almanac/agent";
 import { countToolTokens, createTokenCounter, hasMark, type Message, toOpenAIMessages } from "@almanac/core";
 import { describe, expect, it } from "vitest";
-import { FakeSummaryModel } from "../../test/compaction/summary-fixtures.js";
+import { FakeSummaryModel } from "../test/summary-fixtures.js";
 import {
   assistant,
   createRandom,
@@ -10,8 +10,8 @@ import {
   toolRound,
   user,
   wirePairingProblems,
-} from "../../test/compaction/transcripts.js";
-import type { CompactionBatch } from "./commit-compaction.js";
+} from "../test/transcripts.js";
+import type { CompactedBatch } from "./commit-compaction.js";
 import type { CompactionEvent } from "./compaction-events.js";
 import { compactionCounters, createCompactor } from "./compactor.js";
 import type { CompactorOptions } from "./compactor-options.js";
@@ -46,7 +46,7 @@ function conversation(turns: number, outputChars: number, seed = 1): Message[] {
 function setup(overrides: Partial<CompactorOptions> = {}) {
   const summaryModel = new FakeSummaryModel("summary");
   const events: CompactionEvent[] = [];
-  const batches: CompactionBatch[] = [];
+  const batches: CompactedBatch[] = [];
   const compactor = createCompactor({
     tokenCounter: counter,
     contextWindow: 8_192,

@@ -1,9 +1,10 @@
 export type { CheapPassName, PassStats } from "./cheap-passes.js";
-export type {
-  CompactionBatch,
-  CompactionJournal,
-  CompactionReason,
-  OriginalsLookup,
+export {
+  type CompactedBatch,
+  type CompactionJournal,
+  type CompactionReason,
+  compactionReasons,
+  type OriginalsLookup,
 } from "./commit-compaction.js";
 export {
   type CompactionEndEvent,

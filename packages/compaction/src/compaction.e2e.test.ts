@@ -1,12 +1,8 @@
 import { hasMark } from "@almanac/core";
 import { type ScriptedLlm, startScriptedLlm } from "@almanac/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  createScriptedSession,
-  RecordingMemory,
-  routeRequests,
-} from "../../test/compaction/scripted-session.js";
-import { user } from "../../test/compaction/transcripts.js";
+import { createScriptedSession, RecordingMemory, routeRequests } from "../test/scripted-session.js";
+import { user } from "../test/transcripts.js";
 import type { CompactionEndEvent } from "./compaction-events.js";
 import { compactionCounters } from "./compactor.js";
 import { runWithOverflowRecovery } from "./overflow-recovery.js";

@@ -6,7 +6,7 @@ import {
   silentLogger,
 } from "@almanac/core";
 import { describe, expect, it } from "vitest";
-import { FakeSummaryModel, validSummary } from "../../test/compaction/summary-fixtures.js";
+import { FakeSummaryModel, validSummary } from "../test/summary-fixtures.js";
 import {
   assistant,
   createRandom,
@@ -14,7 +14,7 @@ import {
   generatedText,
   toolRound,
   user,
-} from "../../test/compaction/transcripts.js";
+} from "../test/transcripts.js";
 import { indexToolCalls } from "./cheap-passes.js";
 import { type SummarizeOptions, summarizeMessages } from "./summarize.js";
 

@@ -1,7 +1,7 @@
 import { createHookRegistry, type PreReasoningContext, WorkingMemory } from "@almanac/agent";
 import { createTokenCounter, hasMark, type Message, ProviderError } from "@almanac/core";
 import { describe, expect, it } from "vitest";
-import { FakeSummaryModel } from "../../test/compaction/summary-fixtures.js";
+import { FakeSummaryModel } from "../test/summary-fixtures.js";
 import {
   assistant,
   createRandom,
@@ -9,7 +9,7 @@ import {
   generatedText,
   toolRound,
   user,
-} from "../../test/compaction/transcripts.js";
+} from "../test/transcripts.js";
 import type { CompactionEvent } from "./compaction-events.js";
 import { compactionCounters, createCompactor } from "./compactor.js";
 

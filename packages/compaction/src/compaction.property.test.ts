@@ -2,7 +2,7 @@ import { buildPrompt, WorkingMemory } from "@almanac/agent";
 import { createTokenCounter, hasMark, type Message, ProviderError, toOpenAIMessages } from "@almanac/core";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { FakeSummaryModel } from "../../test/compaction/summary-fixtures.js";
+import { FakeSummaryModel } from "../test/summary-fixtures.js";
 import {
   assistant,
   createRandom,
@@ -12,8 +12,8 @@ import {
   toolRound,
   user,
   wirePairingProblems,
-} from "../../test/compaction/transcripts.js";
-import type { CompactionBatch, CompactionReason } from "./commit-compaction.js";
+} from "../test/transcripts.js";
+import type { CompactedBatch, CompactionReason } from "./commit-compaction.js";
 import { createCompactor } from "./compactor.js";
 
 const counter = createTokenCounter();
@@ -59,7 +59,7 @@ function transcript(scenario: Scenario): Message[] {
 }
 
 async function compactScenario(scenario: Scenario) {
-  const batches: CompactionBatch[] = [];
+  const batches: CompactedBatch[] = [];
   const failure = new ProviderError("llm.server", "down", { isRetryable: true });
   const compactor = createCompactor({
     tokenCounter: counter,

@@ -2,11 +2,7 @@ import { hasMark, type Message } from "@almanac/core";
 import { ModelError } from "@almanac/llm";
 import { type ScriptedLlm, startScriptedLlm } from "@almanac/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  createScriptedSession,
-  RecordingMemory,
-  routeRequests,
-} from "../../test/compaction/scripted-session.js";
+import { createScriptedSession, RecordingMemory, routeRequests } from "../test/scripted-session.js";
 import {
   assistant,
   createRandom,
@@ -14,7 +10,7 @@ import {
   generatedText,
   toolRound,
   user,
-} from "../../test/compaction/transcripts.js";
+} from "../test/transcripts.js";
 import { isContextLengthError, runWithOverflowRecovery } from "./overflow-recovery.js";
 
 describe("runWithOverflowRecovery", () => {

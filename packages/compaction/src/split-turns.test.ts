@@ -1,6 +1,6 @@
 import type { Message } from "@almanac/core";
 import { describe, expect, it } from "vitest";
-import { assistant, createTestClock, toolRound, user } from "../../test/compaction/transcripts.js";
+import { assistant, createTestClock, toolRound, user } from "../test/transcripts.js";
 import { type KeepRecentBudget, splitForCompaction, splitParts } from "./split-turns.js";
 
 const clock = createTestClock();

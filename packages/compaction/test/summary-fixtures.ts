@@ -7,7 +7,7 @@ import {
   InternalError,
   messageText,
 } from "@almanac/core";
-import { summarySections, turnPrefixSection } from "../../src/compaction/summary-prompt.js";
+import { summarySections, turnPrefixSection } from "../src/summary-prompt.js";
 
 /** A well-formed summary with every section; `note` goes under Done so tests can trace merges. */
 export function validSummary(note: string, withTurnPrefix = false): string {
