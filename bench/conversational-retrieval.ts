@@ -10,7 +10,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { listMemoryFiles } from "../packages/memory/src/memory-files/index.js";
+import { listMemoryFiles } from "@almanac/memory-files";
 import { createMemoryIndexer } from "../packages/memory/src/memory-index/memory-indexer.js";
 import { createMemorySearch } from "../packages/memory/src/memory-index/memory-search.js";
 import { createSqliteIndex } from "../packages/memory/src/memory-index/sqlite-index.js";

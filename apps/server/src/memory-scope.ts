@@ -1,5 +1,5 @@
 import { parseSessionKey, type SessionKeyParts } from "@almanac/core";
-import { type MemoryScope, OWNER_SCOPE, sharedScope } from "@almanac/memory";
+import { type MemoryScope, OWNER_SCOPE, sharedScope } from "@almanac/memory-files";
 import type { AlmanacConfig } from "./config/config-schema.js";
 
 /** The surfaces only the owner reaches: the web console and the admin-token OpenAI endpoint. */

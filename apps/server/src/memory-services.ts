@@ -11,25 +11,27 @@ import {
 } from "@almanac/core";
 import { createOpenAIEmbedder } from "@almanac/llm";
 import {
-  buildMemoryContext,
   createEmbeddingGate,
-  createMemoryFileStore,
   createMemoryIndexer,
   createMemorySearch,
   createMemoryTools,
   createSqliteIndex,
   createSummarizer,
   createSummaryQueue,
-  isMemoryFilePath,
-  type MemoryFileStore,
   type MemoryIndexBackend,
   type MemoryIndexer,
-  type MemoryScope,
   type MemorySearch,
   type SqliteIndexOptions,
   type SummaryQueue,
   type SyncProgress,
 } from "@almanac/memory";
+import {
+  buildMemoryContext,
+  createMemoryFileStore,
+  isMemoryFilePath,
+  type MemoryFileStore,
+  type MemoryScope,
+} from "@almanac/memory-files";
 import { compactionWindow } from "./config/compaction-window.js";
 import type { AlmanacConfig } from "./config/config-schema.js";
 import { resolveMemoryScope } from "./memory-scope.js";

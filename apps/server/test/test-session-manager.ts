@@ -1,6 +1,6 @@
 import { createToolkit } from "@almanac/agent";
 import { type ChatModel, createTokenCounter, silentLogger } from "@almanac/core";
-import { OWNER_SCOPE } from "@almanac/memory";
+import { OWNER_SCOPE } from "@almanac/memory-files";
 import { loadConfig } from "../src/config/load-config.js";
 import { type AgentRuntime, createAgentRuntime } from "../src/runtime/agent-runtime.js";
 import { SessionManager } from "../src/runtime/session-manager.js";

@@ -3,25 +3,27 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createToolkit, type Toolkit } from "@almanac/agent";
 import { createTokenCounter } from "@almanac/core";
+import {
+  buildMemoryContext,
+  dailyLogPath,
+  hashContent,
+  isMemoryFilePath,
+  isPathInScope,
+  isPrivateMemoryPath,
+  type MemoryScope,
+  matchesPathFilter,
+  memoryGuideFor,
+  OWNER_SCOPE,
+  scopePathFilter,
+  sharedScope,
+  sharedScopeFolder,
+} from "@almanac/memory-files";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { isMemoryFilePath, isPrivateMemoryPath } from "./memory-files/index.js";
 import { createMemoryIndexer } from "./memory-index/memory-indexer.js";
 import { createMemorySearch } from "./memory-index/memory-search.js";
 import { createMemoryTools } from "./memory-index/memory-tools.js";
 import { createSqliteIndex } from "./memory-index/sqlite-index.js";
 import type { MemoryIndexBackend } from "./memory-index/types.js";
-import {
-  dailyLogPath,
-  isPathInScope,
-  type MemoryScope,
-  matchesPathFilter,
-  OWNER_SCOPE,
-  scopePathFilter,
-  sharedScope,
-  sharedScopeFolder,
-} from "./memory-scope.js";
-import { hashContent } from "./summarizer/content-hash.js";
-import { buildMemoryContext, memoryGuideFor } from "./summarizer/memory-context.js";
 
 const group = sharedScope({ channel: "discord", account: "default", kind: "group", id: "42" });
 const otherGroup = sharedScope({ channel: "discord", account: "default", kind: "group", id: "43" });

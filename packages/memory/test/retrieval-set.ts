@@ -1,8 +1,8 @@
 import { readFile } from "node:fs/promises";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { listMemoryFiles } from "@almanac/memory-files";
 import { z } from "zod";
-import { listMemoryFiles } from "../src/memory-files/index.js";
 
 // The retrieval-quality set (packages/memory/fixtures/retrieval) and the measures over it, shared
 // by retrieval-quality.test.ts and bench/retrieval-quality.ts. Not part of the runtime.

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { createToolkit, createWorkspaceFileTools } from "@almanac/agent";
-import { memoryGuideFor } from "@almanac/memory";
+import { memoryGuideFor } from "@almanac/memory-files";
 import fp from "fastify-plugin";
 import { type AgentRuntime, createAgentRuntime } from "../runtime/agent-runtime.js";
 import { SessionManager } from "../runtime/session-manager.js";

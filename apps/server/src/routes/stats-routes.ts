@@ -1,5 +1,5 @@
 import { UserError } from "@almanac/core";
-import { localDateOf } from "@almanac/memory";
+import { localDateOf } from "@almanac/memory-files";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { MemoryServices } from "../memory-services.js";

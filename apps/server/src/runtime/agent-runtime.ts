@@ -20,7 +20,7 @@ import {
   type ToolSpec,
   type Usage,
 } from "@almanac/core";
-import type { MemoryScope } from "@almanac/memory";
+import type { MemoryScope } from "@almanac/memory-files";
 import { compactionWindow } from "../config/compaction-window.js";
 import type { AlmanacConfig } from "../config/config-schema.js";
 

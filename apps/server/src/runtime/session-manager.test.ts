@@ -13,7 +13,7 @@ import {
   sessionKeyToFileStem,
   silentLogger,
 } from "@almanac/core";
-import { OWNER_SCOPE } from "@almanac/memory";
+import { OWNER_SCOPE } from "@almanac/memory-files";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createTestRuntime, createTestSessionManager } from "../../test/test-session-manager.js";

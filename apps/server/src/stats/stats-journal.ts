@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdir, open, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "@almanac/core";
-import { localDateOf } from "@almanac/memory";
+import { localDateOf } from "@almanac/memory-files";
 import { z } from "zod";
 import { readTextIfExists } from "../sessions/file-helpers.js";
 

@@ -2,7 +2,7 @@ import type { Stats } from "node:fs";
 import { lstat, readFile } from "node:fs/promises";
 import * as path from "node:path";
 import { describeError, type Embedder, isAlmanacError, type Logger, silentLogger } from "@almanac/core";
-import { listMemoryFiles } from "../memory-files/index.js";
+import { listMemoryFiles } from "@almanac/memory-files";
 import { type ChunkMarkdownOptions, chunkMarkdown, sha256 } from "./chunk-markdown.js";
 import { catchUpEmbeddings } from "./embedding-catch-up.js";
 import {

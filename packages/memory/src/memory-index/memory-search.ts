@@ -1,5 +1,5 @@
 import { describeError, type Embedder, isAlmanacError, type Logger, silentLogger } from "@almanac/core";
-import type { ScopePathFilter } from "../memory-scope.js";
+import type { ScopePathFilter } from "@almanac/memory-files";
 import { createEmbeddingGate, type EmbeddingGate, isEmbeddingGate } from "./embedding-gate.js";
 import { type ScoringOptions, scoreHits } from "./hybrid-score.js";
 import { makeSnippet } from "./snippet.js";

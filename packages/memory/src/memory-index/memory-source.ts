@@ -1,4 +1,4 @@
-import { MEMORY_FILE } from "../memory-files/index.js";
+import { MEMORY_FILE } from "@almanac/memory-files";
 import { dailyLogDate } from "./hybrid-score.js";
 import type { MemorySource } from "./types.js";
 

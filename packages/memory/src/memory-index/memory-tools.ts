@@ -2,15 +2,17 @@ import { readFile, realpath } from "node:fs/promises";
 import * as path from "node:path";
 import { defineTool, resolveWorkspacePath, type Tool } from "@almanac/agent";
 import { describeError, isAlmanacError } from "@almanac/core";
-import { z } from "zod";
-import { isInMemoryDirectory, MEMORY_FILE, toRelativePath } from "../memory-files/index.js";
 import {
+  isInMemoryDirectory,
   isPathInScope,
+  MEMORY_FILE,
   type MemoryScope,
   OWNER_SCOPE,
   scopePathFilter,
   sharedScopePrefix,
-} from "../memory-scope.js";
+  toRelativePath,
+} from "@almanac/memory-files";
+import { z } from "zod";
 import type { MemorySearch } from "./memory-search.js";
 
 /** Options of {@link createMemoryTools}. */

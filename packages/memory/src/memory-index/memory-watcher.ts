@@ -1,13 +1,13 @@
 import * as path from "node:path";
 import { describeError, type Logger } from "@almanac/core";
-import { watch } from "chokidar";
 import {
   isInMemoryDirectory,
   isInSharedDirectory,
   isMemoryFilePath,
   MEMORY_FILE,
   toRelativePath,
-} from "../memory-files/index.js";
+} from "@almanac/memory-files";
+import { watch } from "chokidar";
 
 /** Options of {@link watchMemoryFiles}. */
 export interface MemoryWatcherOptions {

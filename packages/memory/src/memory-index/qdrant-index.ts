@@ -1,7 +1,7 @@
 import { type Logger, silentLogger, UserError } from "@almanac/core";
+import { matchesPathFilter } from "@almanac/memory-files";
 import { QdrantClient } from "@qdrant/js-client-rest";
 import { z } from "zod";
-import { matchesPathFilter } from "../memory-scope.js";
 import { toQdrantError } from "./qdrant-errors.js";
 import {
   collectionSchema,

@@ -1,6 +1,5 @@
+import { type ScopePathFilter, SHARED_DIRECTORY } from "@almanac/memory-files";
 import { z } from "zod";
-import { SHARED_DIRECTORY } from "../memory-files/index.js";
-import type { ScopePathFilter } from "../memory-scope.js";
 import { documentSparseVector } from "./sparse-vector.js";
 import type { IndexChunk, IndexedFile, StoredChunk } from "./types.js";
 import { uuidV5 } from "./uuid-v5.js";

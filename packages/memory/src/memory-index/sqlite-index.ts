@@ -1,6 +1,6 @@
 import { type Logger, silentLogger, UserError } from "@almanac/core";
+import { matchesPathFilter } from "@almanac/memory-files";
 import type Database from "better-sqlite3";
-import { matchesPathFilter } from "../memory-scope.js";
 import { createSelfRepairingIndex, type IndexRepair } from "./self-repairing-index.js";
 import {
   allOf,

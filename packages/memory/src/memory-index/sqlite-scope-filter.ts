@@ -1,5 +1,5 @@
+import type { ScopePathFilter } from "@almanac/memory-files";
 import type Database from "better-sqlite3";
-import type { ScopePathFilter } from "../memory-scope.js";
 import { scoreRowSchema } from "./sqlite-rows.js";
 
 /** Most vector neighbours asked of sqlite-vec in one query (its own limit is 4096). */

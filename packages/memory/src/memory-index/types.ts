@@ -1,4 +1,4 @@
-import type { ScopePathFilter } from "../memory-scope.js";
+import type { ScopePathFilter } from "@almanac/memory-files";
 
 /** Where a memory file sits: `MEMORY.md`, a dated daily log `memory/YYYY-MM-DD.md`, or any other note under `memory/`. */
 export type MemorySource = "memory" | "daily" | "notes";

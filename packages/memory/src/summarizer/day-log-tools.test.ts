@@ -1,8 +1,7 @@
 import { createToolkit } from "@almanac/agent";
+import { hashContent, stageMemoryFile } from "@almanac/memory-files";
 import { describe, expect, it } from "vitest";
-import { hashContent } from "./content-hash.js";
 import { createDayLogTools } from "./day-log-tools.js";
-import { stageMemoryFile } from "./staged-memory-file.js";
 
 function setup(content: string | undefined) {
   const base =

@@ -1,7 +1,7 @@
 import { defineTool, type Tool } from "@almanac/agent";
 import { type TokenCounter, UserError } from "@almanac/core";
+import type { StagedMemoryFile } from "@almanac/memory-files";
 import { z } from "zod";
-import type { StagedMemoryFile } from "./staged-memory-file.js";
 
 function describeSize(text: string): string {
   const lines = text === "" ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0);

@@ -1,5 +1,5 @@
 import type { Message } from "@almanac/core";
-import { localTimeOf } from "./local-date.js";
+import { localTimeOf } from "@almanac/memory-files";
 
 /** Limits of {@link renderTranscript}, in characters. */
 export interface TranscriptLimits {

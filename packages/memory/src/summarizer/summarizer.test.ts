@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createMessage, createTokenCounter, InternalError, type Message } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
+import { createMemoryFileStore, type MemoryFileStore } from "@almanac/memory-files";
 import {
   type RecordedChatMessage,
   type ScriptedLlm,
@@ -11,7 +12,6 @@ import {
   startScriptedLlm,
 } from "@almanac/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createMemoryFileStore, type MemoryFileStore } from "./memory-file-store.js";
 import { createSummarizer } from "./summarizer.js";
 import { SUMMARIZER_PROMPT } from "./summarizer-prompt.js";
 import type { SummaryJobInput } from "./summary-job.js";

@@ -8,14 +8,24 @@ import {
   silentLogger,
   type TokenCounter,
 } from "@almanac/core";
+import {
+  assertTimeZone,
+  createMemoryFileStore,
+  type DayGroup,
+  dailyLogPath,
+  defaultTimeZone,
+  groupMessagesByLocalDate,
+  hashContent,
+  type MemoryFileStore,
+  type MemoryScope,
+  OWNER_SCOPE,
+  type ShrinkGuard,
+  type StagedMemoryFile,
+  stageMemoryFile,
+} from "@almanac/memory-files";
 import { z } from "zod";
-import { dailyLogPath, type MemoryScope, OWNER_SCOPE } from "../memory-scope.js";
-import { hashContent } from "./content-hash.js";
 import { createDayLogTools } from "./day-log-tools.js";
-import { assertTimeZone, type DayGroup, defaultTimeZone, groupMessagesByLocalDate } from "./local-date.js";
-import { createMemoryFileStore, type MemoryFileStore, type ShrinkGuard } from "./memory-file-store.js";
 import { renderTranscript, type TranscriptLimits } from "./render-transcript.js";
-import { type StagedMemoryFile, stageMemoryFile } from "./staged-memory-file.js";
 import {
   countRequest,
   createStepGuard,

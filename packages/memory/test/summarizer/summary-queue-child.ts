@@ -9,8 +9,8 @@
  */
 import { createMessage, createTokenCounter } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
+import { createMemoryFileStore, type MemoryFileStore } from "@almanac/memory-files";
 import { z } from "zod";
-import { createMemoryFileStore, type MemoryFileStore } from "../../src/summarizer/memory-file-store.js";
 import { createSummarizer } from "../../src/summarizer/summarizer.js";
 import { createSummaryQueue } from "../../src/summarizer/summary-queue.js";
 

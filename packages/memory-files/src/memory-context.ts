@@ -1,7 +1,7 @@
 import type { TokenCounter } from "@almanac/core";
-import { dailyLogPath, type MemoryScope, OWNER_SCOPE, sharedScopePrefix } from "../memory-scope.js";
 import { localDateOf, previousDate } from "./local-date.js";
 import type { MemoryFileContent } from "./memory-file-store.js";
+import { dailyLogPath, type MemoryScope, OWNER_SCOPE, sharedScopePrefix } from "./memory-scope.js";
 
 /**
  * The system-prompt section (our own words) that tells the chat agent how to use its long-term

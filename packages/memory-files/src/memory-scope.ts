@@ -4,7 +4,7 @@ import {
   isSharedMemoryPath,
   MEMORY_DIRECTORY,
   SHARED_DIRECTORY,
-} from "./memory-files/index.js";
+} from "./memory-paths.js";
 
 /**
  * Whose memory a session may reach. `owner`: the private memory (MEMORY.md, `memory/**`). `shared`: a

@@ -9,9 +9,10 @@ import {
   UserError,
   writeFileDurably,
 } from "@almanac/core";
-import { isMemoryFilePath, listMemoryFiles } from "../memory-files/index.js";
 import { hashContent } from "./content-hash.js";
+import { listMemoryFiles } from "./list-memory-files.js";
 import { createMemoryBackups, type MemoryBackups } from "./memory-backups.js";
+import { isMemoryFilePath } from "./memory-paths.js";
 
 /** When a write counts as destroying a file: it shrinks a file longer than `minChars` below `minRatio` of it. */
 export interface ShrinkGuard {
