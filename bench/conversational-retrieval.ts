@@ -11,9 +11,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { listMemoryFiles } from "@almanac/memory-files";
-import { createMemoryIndexer } from "../packages/memory/src/memory-index/memory-indexer.js";
-import { createMemorySearch } from "../packages/memory/src/memory-index/memory-search.js";
-import { createSqliteIndex } from "../packages/memory/src/memory-index/sqlite-index.js";
+import { createMemoryIndexer, createMemorySearch, createSqliteIndex } from "@almanac/memory-index";
 import { createBm25Baseline } from "./bm25-baseline.js";
 
 const FIXTURES = fileURLToPath(new URL("./fixtures/conversational/", import.meta.url));

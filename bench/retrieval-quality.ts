@@ -1,5 +1,5 @@
 /**
- * Recall@5 on the retrieval-quality set (packages/memory/fixtures/retrieval): plain substring
+ * Recall@5 on the retrieval-quality set (packages/memory-index/fixtures/retrieval): plain substring
  * search (the baseline), full-text only, and hybrid with the test kit's local scripted embedder
  * (hashed-word vectors: lexical, not semantic, so it shows the plumbing rather than a real model).
  * Run: npx tsx bench/retrieval-quality.ts   (not part of the test run)
@@ -9,14 +9,14 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { Embedder } from "@almanac/core";
 import { createOpenAIEmbedder } from "@almanac/llm";
-import { createMemoryIndexer, createMemorySearch, createSqliteIndex } from "@almanac/memory";
+import { createMemoryIndexer, createMemorySearch, createSqliteIndex } from "@almanac/memory-index";
 import { startScriptedLlm } from "@almanac/testkit";
 import {
   createSubstringBaseline,
   loadRetrievalSet,
   type RetrievalQuestion,
   recallAtK,
-} from "../packages/memory/test/retrieval-set.js";
+} from "../packages/memory-index/test/retrieval-set.js";
 
 type Ranking = (question: string) => Promise<readonly string[]>;
 

@@ -13,14 +13,17 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { performance } from "node:perf_hooks";
+import {
+  analyzeText,
+  chunkMarkdown,
+  createMemoryIndexer,
+  createMemorySearch,
+  createSqliteIndex,
+  type IndexChunk,
+  type MemoryIndexBackend,
+} from "@almanac/memory-index";
 import { createOpenAIEmbedder } from "../packages/llm/src/index.js";
-import { chunkMarkdown } from "../packages/memory/src/memory-index/chunk-markdown.js";
-import { searchableText } from "../packages/memory/src/memory-index/hybrid-score.js";
-import { createMemoryIndexer } from "../packages/memory/src/memory-index/memory-indexer.js";
-import { createMemorySearch } from "../packages/memory/src/memory-index/memory-search.js";
-import { createSqliteIndex } from "../packages/memory/src/memory-index/sqlite-index.js";
-import { analyzeText } from "../packages/memory/src/memory-index/text-analysis.js";
-import type { IndexChunk, MemoryIndexBackend } from "../packages/memory/src/memory-index/types.js";
+import { searchableText } from "../packages/memory-index/src/hybrid-score.js";
 import { startScriptedLlm } from "../packages/testkit/src/index.js";
 import { writeYearCorpus, yearQueries } from "./year-corpus.js";
 

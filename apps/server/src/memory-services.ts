@@ -10,21 +10,7 @@ import {
   writeFileDurably,
 } from "@almanac/core";
 import { createOpenAIEmbedder } from "@almanac/llm";
-import {
-  createEmbeddingGate,
-  createMemoryIndexer,
-  createMemorySearch,
-  createMemoryTools,
-  createSqliteIndex,
-  createSummarizer,
-  createSummaryQueue,
-  type MemoryIndexBackend,
-  type MemoryIndexer,
-  type MemorySearch,
-  type SqliteIndexOptions,
-  type SummaryQueue,
-  type SyncProgress,
-} from "@almanac/memory";
+import { createSummarizer, createSummaryQueue, type SummaryQueue } from "@almanac/memory";
 import {
   buildMemoryContext,
   createMemoryFileStore,
@@ -32,6 +18,18 @@ import {
   type MemoryFileStore,
   type MemoryScope,
 } from "@almanac/memory-files";
+import {
+  createEmbeddingGate,
+  createMemoryIndexer,
+  createMemorySearch,
+  createMemoryTools,
+  createSqliteIndex,
+  type MemoryIndexBackend,
+  type MemoryIndexer,
+  type MemorySearch,
+  type SqliteIndexOptions,
+  type SyncProgress,
+} from "@almanac/memory-index";
 import { compactionWindow } from "./config/compaction-window.js";
 import type { AlmanacConfig } from "./config/config-schema.js";
 import { resolveMemoryScope } from "./memory-scope.js";
@@ -320,7 +318,7 @@ async function createIndexBackend(
       );
     }
     // Loaded only when configured: the Qdrant client (with its HTTP stack) is ~20 MB resident and ~45 ms to load.
-    const { createQdrantIndex } = await import("@almanac/memory/qdrant");
+    const { createQdrantIndex } = await import("@almanac/memory-index/qdrant");
     return createQdrantIndex({
       url: index.qdrantUrl,
       ...(index.qdrantApiKey ? { apiKey: index.qdrantApiKey } : {}),

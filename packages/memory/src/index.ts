@@ -1,2 +1,1 @@
-export * from "./memory-index/index.js";
 export * from "./summarizer/index.js";

@@ -18,12 +18,14 @@ import {
   sharedScope,
   sharedScopeFolder,
 } from "@almanac/memory-files";
+import type { MemoryIndexBackend } from "@almanac/memory-index";
+import {
+  createMemoryIndexer,
+  createMemorySearch,
+  createMemoryTools,
+  createSqliteIndex,
+} from "@almanac/memory-index";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createMemoryIndexer } from "./memory-index/memory-indexer.js";
-import { createMemorySearch } from "./memory-index/memory-search.js";
-import { createMemoryTools } from "./memory-index/memory-tools.js";
-import { createSqliteIndex } from "./memory-index/sqlite-index.js";
-import type { MemoryIndexBackend } from "./memory-index/types.js";
 
 const group = sharedScope({ channel: "discord", account: "default", kind: "group", id: "42" });
 const otherGroup = sharedScope({ channel: "discord", account: "default", kind: "group", id: "43" });

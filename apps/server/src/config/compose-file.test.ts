@@ -83,7 +83,7 @@ describe("docker-compose.yml", () => {
     expect(repository).toBe("qdrant/qdrant");
     const serverVersion = majorMinor(tag);
     expect(serverVersion, `qdrant image tag "${tag}" is not a pinned vX.Y.Z version`).toBeDefined();
-    for (const packageDirectory of ["packages/memory", "apps/server"]) {
+    for (const packageDirectory of ["packages/memory-index", "apps/server"]) {
       const clientVersion = installedQdrantClientVersion(packageDirectory);
       expect(
         serverVersion,

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { listMemoryFiles } from "@almanac/memory-files";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createBm25Baseline } from "../../../../bench/bm25-baseline.js";
+import { createBm25Baseline } from "../../../bench/bm25-baseline.js";
 import { createMemoryIndexer } from "./memory-indexer.js";
 import { createMemorySearch } from "./memory-search.js";
 import { createSqliteIndex } from "./sqlite-index.js";
@@ -17,7 +17,7 @@ import type { MemoryIndexBackend } from "./types.js";
 // Ranking was tuned on the tuning half only; the reported half was looked at once, for the final
 // candidate (BENCHMARKS.md). The full table is `pnpm bench:conversational`.
 
-const fixtures = fileURLToPath(new URL("../../../../bench/fixtures/conversational/", import.meta.url));
+const fixtures = fileURLToPath(new URL("../../../bench/fixtures/conversational/", import.meta.url));
 const workspace = path.join(fixtures, "workspace");
 
 const questionSchema = z.object({

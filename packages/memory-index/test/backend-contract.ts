@@ -1,12 +1,12 @@
 import type { Embedder } from "@almanac/core";
 import { deterministicEmbedding } from "@almanac/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { chunkMarkdown } from "../src/memory-index/chunk-markdown.js";
-import { searchableText } from "../src/memory-index/hybrid-score.js";
-import { createMemorySearch } from "../src/memory-index/memory-search.js";
-import { memorySource } from "../src/memory-index/memory-source.js";
-import { analyzeText } from "../src/memory-index/text-analysis.js";
-import type { IndexChunk, IndexedFile, MemoryIndexBackend } from "../src/memory-index/types.js";
+import { chunkMarkdown } from "../src/chunk-markdown.js";
+import { searchableText } from "../src/hybrid-score.js";
+import { createMemorySearch } from "../src/memory-search.js";
+import { memorySource } from "../src/memory-source.js";
+import { analyzeText } from "../src/text-analysis.js";
+import type { IndexChunk, IndexedFile, MemoryIndexBackend } from "../src/types.js";
 
 // The shared contract every MemoryIndexBackend passes (STYLE: contract suites). Imported by the
 // backends' test files only; it registers Vitest tests and is never part of production code.

@@ -4,7 +4,7 @@ import * as path from "node:path";
 import { createToolkit, type Toolkit } from "@almanac/agent";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { waitFor } from "../../test/test-support.js";
+import { waitFor } from "../test/test-support.js";
 import { createMemoryIndexer } from "./memory-indexer.js";
 import { createMemorySearch } from "./memory-search.js";
 import { createMemoryTools } from "./memory-tools.js";

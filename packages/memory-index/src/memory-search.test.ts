@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import type { Embedder } from "@almanac/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createTableEmbedder, fileFor, indexChunks } from "../../test/backend-contract.js";
+import { createTableEmbedder, fileFor, indexChunks } from "../test/backend-contract.js";
 import { createMemorySearch } from "./memory-search.js";
 import { createSqliteIndex } from "./sqlite-index.js";
 import type { MemoryIndexBackend } from "./types.js";

@@ -1,4 +1,4 @@
-// The memory index and search (issue #6). The package entry point re-exports what the server wires.
+// The memory index and search (issue #6): chunking, analysis, backends, search, the memory tools, the watcher and indexer.
 export { type ChunkMarkdownOptions, chunkMarkdown, embeddingInput } from "./chunk-markdown.js";
 export { type CircuitState, createCircuitBreaker } from "./circuit-breaker.js";
 export {
@@ -27,7 +27,7 @@ export {
 } from "./memory-search.js";
 export { memorySource } from "./memory-source.js";
 export { createMemoryTools, type MemoryToolsOptions } from "./memory-tools.js";
-// createQdrantIndex is imported from "@almanac/memory/qdrant", only where Qdrant is configured (its client is
+// createQdrantIndex is imported from "@almanac/memory-index/qdrant", only where Qdrant is configured (its client is
 // ~20 MB resident): re-exported here, it would be bundled into every server start.
 export { createSqliteIndex, type SqliteIndexOptions } from "./sqlite-index.js";
 export { type AnalyzedQuery, analyzeQuery, analyzeText, type QueryConcept } from "./text-analysis.js";

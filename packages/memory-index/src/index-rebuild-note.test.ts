@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createToolkit } from "@almanac/agent";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fileFor, indexChunks } from "../../test/backend-contract.js";
+import { fileFor, indexChunks } from "../test/backend-contract.js";
 import { createMemorySearch } from "./memory-search.js";
 import { createMemoryTools } from "./memory-tools.js";
 import { createSqliteIndex } from "./sqlite-index.js";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { describeBackendContract, fileFor, indexChunks } from "../../test/backend-contract.js";
+import { describeBackendContract, fileFor, indexChunks } from "../test/backend-contract.js";
 import { createSqliteIndex } from "./sqlite-index.js";
 
 describeBackendContract("SQLite backend contract", async () => {

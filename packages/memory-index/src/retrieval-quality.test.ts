@@ -7,7 +7,7 @@ import {
   loadRetrievalSet,
   type RetrievalSet,
   recallAtK,
-} from "../../test/retrieval-set.js";
+} from "../test/retrieval-set.js";
 import { createMemoryIndexer } from "./memory-indexer.js";
 import { createMemorySearch, type MemorySearch } from "./memory-search.js";
 import { createSqliteIndex } from "./sqlite-index.js";

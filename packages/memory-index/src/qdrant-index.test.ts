@@ -9,7 +9,7 @@ import {
   describeBackendContract,
   fileFor,
   indexChunks,
-} from "../../test/backend-contract.js";
+} from "../test/backend-contract.js";
 import { createQdrantIndex } from "./qdrant-index.js";
 
 const qdrantUrl = process.env.QDRANT_URL;

@@ -132,7 +132,7 @@ export interface BackendStats {
 
 /**
  * Storage and retrieval of memory chunks: full text and vectors. Every implementation passes the
- * shared contract suite (`packages/memory/test/backend-contract.ts`). Mutations of one file are atomic: readers see
+ * shared contract suite (`packages/memory-index/test/backend-contract.ts`). Mutations of one file are atomic: readers see
  * the old chunks or the new ones, never a mix.
  */
 export interface MemoryIndexBackend {

@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { listMemoryFiles } from "@almanac/memory-files";
 import { z } from "zod";
 
-// The retrieval-quality set (packages/memory/fixtures/retrieval) and the measures over it, shared
+// The retrieval-quality set (packages/memory-index/fixtures/retrieval) and the measures over it, shared
 // by retrieval-quality.test.ts and bench/retrieval-quality.ts. Not part of the runtime.
 
 /** The fixture directory: `workspace/` (the notes) and `questions.json`. */

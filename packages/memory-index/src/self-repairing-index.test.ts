@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fileFor, indexChunks } from "../../test/backend-contract.js";
+import { fileFor, indexChunks } from "../test/backend-contract.js";
 import type { IndexRepair } from "./self-repairing-index.js";
 import { createSqliteIndex } from "./sqlite-index.js";
 import type { MemoryIndexBackend } from "./types.js";
