@@ -1,4 +1,5 @@
-import { copyFile, mkdir } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { lastUserText, script } from "@almanac/testkit";
 import type { Browser, Page } from "playwright-core";
@@ -45,12 +46,54 @@ const SHOWCASE = [
   "> The transcript is kept: nothing said is ever lost.",
 ].join("\n");
 
+/**
+ * Six earlier days of history, as an operator's server would have them after a week: a daily log per day in the
+ * workspace, and the stats journal's usage and memory samples for those days, written before the server starts.
+ * The charts then show a week (two models, a memory that grew) and today's sample continues it.
+ */
+async function seedWeekOfHistory(home: string, now: number): Promise<void> {
+  const stats = join(home, "state", "stats");
+  const memory = join(home, "workspace", "memory");
+  await mkdir(stats, { recursive: true });
+  await mkdir(memory, { recursive: true });
+  const samples: string[] = [];
+  for (let daysAgo = 6; daysAgo >= 1; daysAgo -= 1) {
+    const at = now - daysAgo * 86_400_000;
+    const date = new Date(at).toISOString().slice(0, 10);
+    const topics = ["tides at the harbour", "the dinghy's new sail", "knots for mooring"];
+    const exchange = (topic: string) =>
+      `- User: Tell me more about ${topic}; what did we settle last time, and what is still open?\n` +
+      `- Assistant: We settled most of ${topic} already. What is open is the timing and who checks it next week.\n`;
+    const log = topics
+      .map((topic, index) => `## Session ${index + 1}\n\n${exchange(topic).repeat(8)}`)
+      .join("\n");
+    await writeFile(join(memory, `${date}.md`), `# ${date}\n\n${log}`);
+    const usage = [
+      { at, model: "scripted-model", promptTokens: 9_000 + (daysAgo % 3) * 4_100, completionTokens: 800 },
+      {
+        at: at + 1,
+        model: "summarizer-model",
+        promptTokens: 2_500 + (daysAgo % 2) * 900,
+        completionTokens: 300,
+      },
+    ];
+    await writeFile(
+      join(stats, `usage-${date}.jsonl`),
+      usage.map((line) => `${JSON.stringify(line)}\n`).join(""),
+    );
+    const files = 7 - daysAgo;
+    samples.push(JSON.stringify({ date, at, files, chunks: files * 3 }));
+  }
+  await writeFile(join(stats, "memory-samples.jsonl"), `${samples.join("\n")}\n`);
+}
+
 const LONG_REPLY = Array.from({ length: 80 }, (_, index) => `word${index}`).join(" ");
 
 describe("console: Markdown, Stop and charts in a real browser", () => {
   let running: TestServer;
   let browser: Browser;
   let page: Page;
+  let home: string | undefined;
   const dialogs: string[] = [];
   const updateDocs = process.env.UPDATE_DOC_SCREENSHOTS === "1";
 
@@ -78,7 +121,9 @@ describe("console: Markdown, Stop and charts in a real browser", () => {
   beforeAll(async () => {
     ensureConsoleBuilt();
     browser = await launchChromium();
-    running = await startTestServer({ env: { ALMANAC_MEMORY_TIME_ZONE: "UTC" } });
+    home = await mkdtemp(join(tmpdir(), "almanac-console-ui-"));
+    await seedWeekOfHistory(home, Date.now());
+    running = await startTestServer({ home, env: { ALMANAC_MEMORY_TIME_ZONE: "UTC" } });
     running.llm.setFallback((request) => {
       const text = lastUserText(request);
       if (text.startsWith("hostile")) return script.text(HOSTILE, { chunkDelayMs: 5 });
@@ -102,6 +147,7 @@ describe("console: Markdown, Stop and charts in a real browser", () => {
   afterAll(async () => {
     await browser?.close();
     await running?.close();
+    if (home) await rm(home, { recursive: true, force: true });
   });
 
   it("renders a hostile reply as Markdown without running any of it", async () => {
@@ -240,6 +286,11 @@ describe("console: Markdown, Stop and charts in a real browser", () => {
     await page
       .getByRole("figure", { name: "Tokens per day, by model" })
       .locator(".u-legend", { hasText: "scripted-model" })
+      .waitFor();
+    // The week recorded before this start is read back from the journal on disk.
+    await page
+      .getByRole("figure", { name: "Tokens per day, by model" })
+      .locator(".u-legend", { hasText: "summarizer-model" })
       .waitFor();
     await page.getByRole("button", { name: "7 days" }).click();
     await expect
