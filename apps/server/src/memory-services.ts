@@ -10,7 +10,6 @@ import {
   writeFileDurably,
 } from "@almanac/core";
 import { createOpenAIEmbedder } from "@almanac/llm";
-import { createSummarizer, createSummaryQueue, type SummaryQueue } from "@almanac/memory";
 import {
   buildMemoryContext,
   createMemoryFileStore,
@@ -30,6 +29,7 @@ import {
   type SqliteIndexOptions,
   type SyncProgress,
 } from "@almanac/memory-index";
+import { createSummarizer, createSummaryQueue, type SummaryQueue } from "@almanac/summarizer";
 import { compactionWindow } from "./config/compaction-window.js";
 import type { AlmanacConfig } from "./config/config-schema.js";
 import { resolveMemoryScope } from "./memory-scope.js";

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { ProviderError } from "@almanac/core";
-import { probeWritable, storageErrnoOf } from "@almanac/memory";
+import { probeWritable, storageErrnoOf } from "@almanac/summarizer";
 
 /** The storage error codes the API answers with (HTTP 507, see docs/operations.md "Storage full"). */
 export type StorageErrorCode = "storage.full" | "storage.read_only";

@@ -1,1 +1,1 @@
-export * from "./summarizer/index.js";
+export {};

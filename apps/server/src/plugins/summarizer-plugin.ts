@@ -1,4 +1,4 @@
-import type { SummaryQueue } from "@almanac/memory";
+import type { SummaryQueue } from "@almanac/summarizer";
 import fp from "fastify-plugin";
 import { PLUGIN } from "./plugin-names.js";
 

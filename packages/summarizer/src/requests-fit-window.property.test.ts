@@ -8,7 +8,7 @@ import { createOpenAIChatModel } from "@almanac/llm";
 import { type RecordedChatRequest, type ScriptedLlm, startScriptedLlm } from "@almanac/testkit";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import { isSummaryRequest, summaryStep } from "../../../compaction/test/scripted-session.js";
+import { isSummaryRequest, summaryStep } from "../../compaction/test/scripted-session.js";
 import {
   assistant,
   createRandom,
@@ -16,8 +16,8 @@ import {
   type RoundCall,
   toolRound,
   user,
-} from "../../../compaction/test/transcripts.js";
-import { factSummarizerStep } from "../../test/summarizer/fact-summarizer.js";
+} from "../../compaction/test/transcripts.js";
+import { factSummarizerStep } from "../test/fact-summarizer.js";
 import { createSummarizer } from "./summarizer.js";
 import { createSummaryQueue } from "./summary-queue.js";
 

@@ -1,10 +1,14 @@
+import { type CompactionReason, compactionReasons } from "@almanac/compaction";
 import { type Message, messageSchema } from "@almanac/core";
 import { z } from "zod";
 
-/** Why messages were handed to the summarizer: a compaction (`auto`, `/compact`, overflow) or `/new`. */
-export type SummaryReason = "auto" | "command" | "overflow" | "new-session";
+/** Why messages were handed to the summarizer: a compaction (its reason) or `/new` ending the session. */
+export type SummaryReason = CompactionReason | "new-session";
 
-/** What a caller enqueues: the messages leaving a session's prompt. */
+/**
+ * What a caller enqueues: the messages leaving a session's prompt, with the session key. A compaction's
+ * `CompactedBatch` is one as it is (`{ sessionKey, ...batch }`); `/new` hands over what the session held.
+ */
 export interface SummaryJobInput {
   readonly sessionKey: string;
   readonly reason: SummaryReason;
@@ -77,7 +81,7 @@ export interface SummaryJobInfo {
   readonly outcome?: JobOutcome;
 }
 
-const reasonSchema = z.enum(["auto", "command", "overflow", "new-session"]);
+const reasonSchema = z.enum([...compactionReasons, "new-session"]);
 
 const jobErrorSchema = z.object({
   code: z.string(),

@@ -5,7 +5,7 @@ import { createMessage, createTokenCounter, type Message } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import { type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { factSummarizerStep } from "../../test/summarizer/fact-summarizer.js";
+import { factSummarizerStep } from "../test/fact-summarizer.js";
 import { renderTranscript } from "./render-transcript.js";
 import { createSummarizer } from "./summarizer.js";
 import { lightenConversation, splitEntry } from "./summarizer-budget.js";

@@ -11,8 +11,8 @@ import { createMessage, createTokenCounter } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import { createMemoryFileStore, type MemoryFileStore } from "@almanac/memory-files";
 import { z } from "zod";
-import { createSummarizer } from "../../src/summarizer/summarizer.js";
-import { createSummaryQueue } from "../../src/summarizer/summary-queue.js";
+import { createSummarizer } from "../src/summarizer.js";
+import { createSummaryQueue } from "../src/summary-queue.js";
 
 const configSchema = z.object({
   workspace: z.string(),

@@ -1,3 +1,4 @@
+// The summarizer: a durable queue of compacted batches and the agent that merges them into the daily logs.
 export { probeWritable, type StorageErrno, storageErrnoOf } from "./storage-errno.js";
 export { createSummarizer, type SummarizerOptions } from "./summarizer.js";
 export {

@@ -6,8 +6,8 @@ import { fileURLToPath } from "node:url";
 import { type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
-const repoRoot = fileURLToPath(new URL("../../../../", import.meta.url));
-const childScript = fileURLToPath(new URL("../../test/summarizer/summary-queue-child.ts", import.meta.url));
+const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
+const childScript = fileURLToPath(new URL("../test/summary-queue-child.ts", import.meta.url));
 
 let llm: ScriptedLlm;
 let base: string;
