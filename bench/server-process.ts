@@ -188,13 +188,18 @@ async function main(): Promise<void> {
     );
 
     const concurrent: number[] = [];
+    // The monotonic clock (µs) is the one a `--cpu-prof` of the server stamps its samples with: bench/cpu-profile.ts
+    // --from/--to reads only this phase.
+    const concurrentFrom = process.hrtime.bigint() / 1000n;
     await Promise.all(
       Array.from({ length: 100 }, async (_, session) => {
         for (let index = 0; index < 10; index += 1)
           concurrent.push(await turn(`c${session}`, `message ${index}`));
       }),
     );
-    note(`100 concurrent sessions × 10 turns: ${format(concurrent)}`);
+    note(
+      `100 concurrent sessions × 10 turns: ${format(concurrent)} (monotonic µs ${concurrentFrom}–${process.hrtime.bigint() / 1000n})`,
+    );
     note(`RSS at the end: ${memory(serverPid)}; server CPU ${cpuMs(serverPid)} ms`);
   }
 }

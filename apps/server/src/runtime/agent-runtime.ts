@@ -270,12 +270,26 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
     };
   };
 
-  return {
-    modelName: model.modelName,
-    systemPrompt: (memoryContext) =>
-      [options.basePrompt, options.memoryGuide ?? "", memoryContext]
-        .filter((part) => part !== "")
-        .join("\n\n"),
-    openSession,
+  // System prompts by memory excerpt: sessions loaded while the excerpt is the same share one string (~5 KB
+  // each otherwise, for as long as the session stays loaded). Bounded: an edited MEMORY.md makes a new entry,
+  // and sessions still holding an evicted prompt keep their own reference.
+  const prompts = new Map<string, string>();
+  const systemPrompt = (memoryContext: string): string => {
+    const known = prompts.get(memoryContext);
+    if (known !== undefined) return known;
+    const prompt = [options.basePrompt, options.memoryGuide ?? "", memoryContext]
+      .filter((part) => part !== "")
+      .join("\n\n");
+    if (prompts.size >= SHARED_PROMPTS) {
+      const oldest = prompts.keys().next();
+      if (oldest.done !== true) prompts.delete(oldest.value);
+    }
+    prompts.set(memoryContext, prompt);
+    return prompt;
   };
+
+  return { modelName: model.modelName, systemPrompt, openSession };
 }
+
+/** How many distinct system prompts (one per memory excerpt: the owner's, each shared chat's) are kept to share. */
+const SHARED_PROMPTS = 32;
