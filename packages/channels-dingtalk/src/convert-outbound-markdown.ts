@@ -79,7 +79,7 @@ export function toDingTalkMarkdown(markdown: string): string {
       continue;
     }
     const next = lines[index + 1];
-    if (line.includes("|") && next !== undefined && next.includes("|") && TABLE_DIVIDER.test(next)) {
+    if (line.includes("|") && next?.includes("|") && TABLE_DIVIDER.test(next)) {
       const header = cells(line);
       const rows: string[][] = [];
       index += 2;

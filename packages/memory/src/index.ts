@@ -1,1 +1,1 @@
-export {};
+export { createMemory, type Memory, type MemoryIndexChoice, type MemoryOptions } from "./create-memory.js";

@@ -57,8 +57,7 @@ export const sessionsPlugin = fp(
         },
         tokenCounter: models.tokenCounter,
         basePrompt: config.agent.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
-        journal: (sessionKey, reason, messages, summary) =>
-          memory.enqueue(sessionKey, reason, messages, summary),
+        journal: (batch) => memory.enqueue(batch),
         onCompaction: (event, sessionKey) => {
           if (
             event.type === "compaction-end" &&
@@ -98,7 +97,8 @@ export const sessionsPlugin = fp(
           const scope = memory.scopeOf(key);
           return `${memoryGuideFor(scope)}\n\n${await memory.memoryContext(scope)}`;
         },
-        sessionEnded: (key, messages) => memory.enqueue(key, "new-session", messages),
+        sessionEnded: (key, messages) =>
+          memory.enqueue({ sessionKey: key, reason: "new-session", messages, createdAt: Date.now() }),
         statusLines: async () => {
           if (!memory.queue) return [];
           const stats = await memory.queue.stats();

@@ -1,7 +1,7 @@
 import { UserError } from "@almanac/core";
+import type { Memory } from "@almanac/memory";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { MemoryServices } from "../memory-services.js";
 
 const searchQuery = z.object({
   q: z.string().min(1, "q (the query) is required").max(2000),
@@ -10,7 +10,7 @@ const searchQuery = z.object({
 });
 
 /** Memory search and index routes under `/api` (bearer token required by the auth hook). */
-export async function registerIndexRoutes(app: FastifyInstance, memory: MemoryServices): Promise<void> {
+export async function registerIndexRoutes(app: FastifyInstance, memory: Memory): Promise<void> {
   app.get(
     "/api/memory/search",
     { schema: { tags: ["memory"], summary: "Hybrid search over MEMORY.md and memory/**" } },

@@ -1,7 +1,7 @@
 import { UserError } from "@almanac/core";
+import type { Memory } from "@almanac/memory";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { MemoryServices } from "../memory-services.js";
 
 const writeBody = z.object({
   content: z.string(),
@@ -20,7 +20,7 @@ function pathParam(params: unknown): string {
 }
 
 /** Memory files and the summarizer queue under `/api` (bearer token required by the auth hook). */
-export function registerMemoryRoutes(app: FastifyInstance, memory: MemoryServices): void {
+export function registerMemoryRoutes(app: FastifyInstance, memory: Memory): void {
   app.get(
     "/api/memory/files",
     { schema: { tags: ["memory"], summary: "MEMORY.md and the daily logs" } },

@@ -1,15 +1,15 @@
+import type { Memory } from "@almanac/memory";
 import type { FastifyInstance } from "fastify";
 import { configurationChecks, indexCheck } from "../cli/doctor.js";
 import { check } from "../cli/doctor-types.js";
 import type { AlmanacConfig } from "../config/config-schema.js";
 import { missingModelSettings } from "../config/load-config.js";
 import { MODEL_EXAMPLES } from "../config/model-examples.js";
-import type { MemoryServices } from "../memory-services.js";
 
 /** What the setup route needs. */
 export interface SetupRoutesDependencies {
   readonly config: AlmanacConfig;
-  readonly memory: MemoryServices;
+  readonly memory: Memory;
   /** How the model and embedding endpoints are probed (tests pass their own). */
   readonly fetch?: typeof fetch;
 }

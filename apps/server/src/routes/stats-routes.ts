@@ -1,8 +1,8 @@
 import { UserError } from "@almanac/core";
+import type { Memory } from "@almanac/memory";
 import { localDateOf } from "@almanac/memory-files";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { MemoryServices } from "../memory-services.js";
 import type { SessionManager } from "../runtime/session-manager.js";
 import type { MemorySampler } from "../stats/memory-sampler.js";
 import { lastLocalDates, type StatsJournal } from "../stats/stats-journal.js";
@@ -10,7 +10,7 @@ import { lastLocalDates, type StatsJournal } from "../stats/stats-journal.js";
 /** What the chart routes read. */
 export interface StatsRoutesDependencies {
   readonly sessions: SessionManager;
-  readonly memory: MemoryServices;
+  readonly memory: Memory;
   readonly journal: StatsJournal;
   readonly memorySampler: MemorySampler;
   readonly clock?: () => number;

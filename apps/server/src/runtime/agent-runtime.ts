@@ -6,6 +6,7 @@ import {
   type WorkingMemory,
 } from "@almanac/agent";
 import {
+  type CompactedBatch,
   type CompactionEvent,
   createCompactor,
   type OriginalsLookup,
@@ -127,12 +128,7 @@ export interface AgentRuntimeOptions {
    */
   readonly memoryGuide?: string;
   /** Journals compacted messages for the daily logs; awaited before a compaction commits. */
-  readonly journal: (
-    sessionKey: string,
-    reason: "auto" | "command" | "overflow",
-    messages: readonly Message[],
-    summary: string,
-  ) => Promise<void>;
+  readonly journal: (batch: CompactedBatch & { readonly sessionKey: string }) => Promise<void>;
   /** Every compaction event, with the session it belongs to. */
   readonly onCompaction?: (event: CompactionEvent, sessionKey: string) => void;
   readonly logger: Logger;
@@ -179,7 +175,7 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
       ...compactionWindow(config),
       summaryModel: options.compactionModel,
       fallbackModel: model,
-      journal: (batch) => options.journal(sessionKey, batch.reason, batch.messages, batch.summary),
+      journal: (batch) => options.journal({ sessionKey, ...batch }),
       ...(session.originals ? { originals: session.originals } : {}),
       notifyUser: config.compaction.notify,
       onEvent: (event) => {

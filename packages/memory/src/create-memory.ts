@@ -1,15 +1,11 @@
-import { join } from "node:path";
 import { readTextFile, type Tool, type WorkspaceTarget } from "@almanac/agent";
-import { toolOutputTokenBudget } from "@almanac/compaction";
 import {
   type ChatModel,
+  type Embedder,
   type Logger,
-  type Message,
   type TokenCounter,
-  UserError,
   writeFileDurably,
 } from "@almanac/core";
-import { createOpenAIEmbedder } from "@almanac/llm";
 import {
   buildMemoryContext,
   createMemoryFileStore,
@@ -29,13 +25,54 @@ import {
   type SqliteIndexOptions,
   type SyncProgress,
 } from "@almanac/memory-index";
-import { createSummarizer, createSummaryQueue, type SummaryQueue } from "@almanac/summarizer";
-import { compactionWindow } from "./config/compaction-window.js";
-import type { AlmanacConfig } from "./config/config-schema.js";
-import { resolveMemoryScope } from "./memory-scope.js";
+import {
+  createSummarizer,
+  createSummaryQueue,
+  type SummaryJobInput,
+  type SummaryQueue,
+} from "@almanac/summarizer";
 
-/** Long-term memory as the server uses it: the Markdown files and the summarizer queue. */
-export interface MemoryServices {
+/** Where the index lives: the embedded SQLite file (repaired when damaged), or a Qdrant collection. */
+export type MemoryIndexChoice =
+  | { readonly backend: "sqlite"; readonly path: string; readonly dimensions?: number }
+  | {
+      readonly backend: "qdrant";
+      readonly url: string;
+      readonly apiKey?: string;
+      readonly collection: string;
+      readonly dimensions: number;
+    };
+
+export interface MemoryOptions {
+  /** The owner's workspace: `MEMORY.md`, `memory/**.md` and the shared chats' folders live here. */
+  readonly workspace: string;
+  /** Private state: backups, the summarizer's journal, the SQLite index when it is the default path. */
+  readonly stateDir: string;
+  /** The zone whose local day names a daily log. */
+  readonly timeZone: string;
+  readonly index: MemoryIndexChoice;
+  /** Absent: search is full-text only. Wrapped in a circuit breaker shared by the indexer and the search. */
+  readonly embedder?: Embedder;
+  /** Absent when no model is configured: nothing to summarize with, `enqueue` is a no-op. */
+  readonly summarizer?: {
+    readonly model: ChatModel;
+    /** Every summarizer request is sized from the model's window, the output cap kept free. */
+    readonly contextWindow: number;
+    readonly maxOutputTokens: number;
+    readonly maxAttempts: number;
+  };
+  /** The token budget of the memory excerpt in a session's system prompt. */
+  readonly contextTokens: number;
+  /** The largest `memory_search`/`memory_get` result, so it reaches the model whole. */
+  readonly toolOutputTokens: number;
+  /** Whose memory a session reaches: the one place it is decided (the server's configuration). */
+  readonly scopeOf: (sessionKey: string) => MemoryScope;
+  readonly tokenCounter: TokenCounter;
+  readonly logger: Logger;
+}
+
+/** Long-term memory as one object: the Markdown files, the index and search, the summarizer queue. */
+export interface Memory {
   readonly store: MemoryFileStore;
   /** Absent when no model is configured (nothing to summarize with). */
   readonly queue: SummaryQueue | undefined;
@@ -43,7 +80,7 @@ export interface MemoryServices {
   readonly workspace: string;
   readonly search: MemorySearch;
   readonly indexer: MemoryIndexer;
-  /** Whose memory a session reaches (see `resolveMemoryScope`, the one place it is decided). */
+  /** Whose memory a session reaches (see `MemoryOptions.scopeOf`). */
   scopeOf(sessionKey: string): MemoryScope;
   /** `memory_search` and `memory_get` for the chat agent, confined to a scope. */
   toolsFor(scope: MemoryScope): Tool[];
@@ -56,13 +93,9 @@ export interface MemoryServices {
    * only the chat's own recent logs for a shared scope.
    */
   memoryContext(scope: MemoryScope): Promise<string>;
-  /** Journals a conversation's messages for the daily logs (no-op without a model). */
-  enqueue(
-    sessionKey: string,
-    reason: "auto" | "command" | "overflow" | "new-session",
-    messages: readonly Message[],
-    summary?: string,
-  ): Promise<void>;
+  /** Journals a conversation's messages for the daily logs (no-op without a model or without messages). */
+  enqueue(job: SummaryJobInput): Promise<void>;
+  /** Stops the queue, the watcher and the index, each within the deadline (milliseconds). */
   stop(deadlineMs: number): Promise<void>;
   /**
    * How the chat agent's file tools write: memory files (`MEMORY.md`, `memory/**.md`) go through the
@@ -85,44 +118,28 @@ type IndexRepairStatus = Parameters<NonNullable<SqliteIndexOptions["onRepair"]>>
   readonly rebuiltAt?: number;
 };
 
-/** Creates the memory file store and, when a model is available, starts the summarizer queue. */
-export async function createMemoryServices(options: {
-  readonly config: AlmanacConfig;
-  readonly summarizerModel: ChatModel | undefined;
-  readonly tokenCounter: TokenCounter;
-  readonly logger: Logger;
-}): Promise<MemoryServices> {
-  const { config, tokenCounter } = options;
+/**
+ * Opens the memory: the file store, the index with its watcher (the start-up sync runs in the background),
+ * and, when a summarizer model is given, the summarizer queue (started: journaled jobs resume).
+ */
+export async function createMemory(options: MemoryOptions): Promise<Memory> {
+  const { workspace, stateDir, timeZone, tokenCounter } = options;
   // Its own lines say component "memory"; each part it creates binds its own component (pino would repeat the
   // key if a part's binding were added to this one), so the parts get the unbound logger.
   const logger = options.logger.child({ component: "memory" });
   const partLogger = options.logger;
-  const workspace = join(config.home, "workspace");
-  const stateDir = join(config.home, "state");
-  const timeZone = config.memory.timeZone ?? Intl.DateTimeFormat().resolvedOptions().timeZone;
   const store = createMemoryFileStore({ workspace, stateDir, logger: partLogger });
   // A damaged index file is moved aside and replaced by an empty one (at open or when a query meets the
   // damage); until a sync over the Markdown has finished, the status says "rebuilding" and search says so.
   let indexRepair: IndexRepairStatus | undefined;
   let rebuildAfterRepair: (() => void) | undefined;
-  const backend = await createIndexBackend(config, partLogger, (repair) => {
+  const backend = await openIndex(options.index, partLogger, (repair) => {
     indexRepair = repair;
     rebuildAfterRepair?.();
   });
   const rebuilding = (): boolean => indexRepair !== undefined && indexRepair.rebuiltAt === undefined;
-  const { embedding } = config;
   const embeddings = createEmbeddingGate({
-    ...(embedding.baseUrl && embedding.model
-      ? {
-          embedder: createOpenAIEmbedder({
-            baseURL: embedding.baseUrl,
-            apiKey: embedding.apiKey ?? "",
-            model: embedding.model,
-            ...(embedding.dimensions === undefined ? {} : { dimensions: embedding.dimensions }),
-            logger: partLogger,
-          }),
-        }
-      : {}),
+    ...(options.embedder === undefined ? {} : { embedder: options.embedder }),
     logger: partLogger,
   });
   const search = createMemorySearch({
@@ -170,26 +187,21 @@ export async function createMemoryServices(options: {
   // no edit made meanwhile is missed.
   const startup = indexer.watch().then(() => track("sync", (onProgress) => indexer.sync({ onProgress })));
   let queue: SummaryQueue | undefined;
-  if (options.summarizerModel) {
+  if (options.summarizer) {
+    const { model, contextWindow, maxOutputTokens, maxAttempts } = options.summarizer;
     const run = createSummarizer({
-      model: options.summarizerModel,
+      model,
       workspace,
       stateDir,
       store,
       timeZone,
       tokenCounter,
-      // Every summarizer request is sized from the model's window, the output cap kept free.
-      contextWindow: config.model.contextWindow,
-      maxOutputTokens: config.model.maxOutputTokens,
+      contextWindow,
+      maxOutputTokens,
       logger: partLogger,
-      scopeOf: (sessionKey) => resolveMemoryScope(sessionKey, config),
+      scopeOf: options.scopeOf,
     });
-    queue = createSummaryQueue({
-      stateDir,
-      run,
-      logger: partLogger,
-      maxAttempts: config.memory.summarizerMaxAttempts,
-    });
+    queue = createSummaryQueue({ stateDir, run, logger: partLogger, maxAttempts });
     await queue.start();
   }
   return {
@@ -199,14 +211,13 @@ export async function createMemoryServices(options: {
     workspace,
     search,
     indexer,
-    scopeOf: (sessionKey) => resolveMemoryScope(sessionKey, config),
+    scopeOf: options.scopeOf,
     toolsFor: (scope) =>
       createMemoryTools({
         search,
         workspace,
         scope,
-        // Sized so a search result reaches the model whole instead of being cut as a giant output.
-        maxOutputTokens: toolOutputTokenBudget(compactionWindow(config)),
+        maxOutputTokens: options.toolOutputTokens,
         countTokens: (text) => tokenCounter.countText(text),
       }),
     async indexStatus() {
@@ -236,18 +247,12 @@ export async function createMemoryServices(options: {
         store,
         timeZone,
         now: Date.now(),
-        budgetTokens: config.memory.contextTokens,
+        budgetTokens: options.contextTokens,
         tokenCounter,
       }),
-    async enqueue(sessionKey, reason, messages, summary) {
-      if (!queue || messages.length === 0) return;
-      await queue.enqueue({
-        sessionKey,
-        reason,
-        messages: [...messages],
-        ...(summary === undefined ? {} : { summary }),
-        createdAt: Date.now(),
-      });
+    async enqueue(job) {
+      if (!queue || job.messages.length === 0) return;
+      await queue.enqueue(job);
     },
     async stop(deadlineMs) {
       await queue?.stop({ deadlineMs });
@@ -294,42 +299,25 @@ export async function createMemoryServices(options: {
   };
 }
 
-/** The configured index backend: the embedded SQLite file (repaired when damaged, see `onRepair`), or Qdrant. */
-async function createIndexBackend(
-  config: AlmanacConfig,
+/** Opens the chosen backend. The Qdrant client (with its HTTP stack, ~20 MB resident, ~45 ms to load) only when chosen. */
+async function openIndex(
+  choice: MemoryIndexChoice,
   logger: Logger,
   onRepair: NonNullable<SqliteIndexOptions["onRepair"]>,
 ): Promise<MemoryIndexBackend> {
-  const { index, embedding } = config;
-  if (index.backend === "qdrant" && (embedding.baseUrl === undefined || embedding.dimensions === undefined)) {
-    // A first `docker compose up` without an embedding model must still start: Qdrant needs the vector
-    // size up front, so until the embedding settings exist the embedded index does the job.
-    logger.child({ component: "memory" }).warn(
-      {
-        missing: ["ALMANAC_EMBEDDING_BASE_URL", "ALMANAC_EMBEDDING_MODEL", "ALMANAC_EMBEDDING_DIMENSIONS"],
-      },
-      "ALMANAC_INDEX_BACKEND=qdrant needs an embedding model and its dimensions; using the embedded SQLite index until they are set",
-    );
-  } else if (index.backend === "qdrant") {
-    if (!index.qdrantUrl) {
-      throw new UserError(
-        "config.invalid",
-        "ALMANAC_INDEX_BACKEND=qdrant needs ALMANAC_QDRANT_URL (e.g. http://qdrant:6333).",
-      );
-    }
-    // Loaded only when configured: the Qdrant client (with its HTTP stack) is ~20 MB resident and ~45 ms to load.
+  if (choice.backend === "qdrant") {
     const { createQdrantIndex } = await import("@almanac/memory-index/qdrant");
     return createQdrantIndex({
-      url: index.qdrantUrl,
-      ...(index.qdrantApiKey ? { apiKey: index.qdrantApiKey } : {}),
-      collection: index.qdrantCollection,
-      dimensions: embedding.dimensions as number,
+      url: choice.url,
+      ...(choice.apiKey ? { apiKey: choice.apiKey } : {}),
+      collection: choice.collection,
+      dimensions: choice.dimensions,
       logger,
     });
   }
   return createSqliteIndex({
-    path: join(config.home, "state", "index.sqlite"),
-    ...(embedding.dimensions === undefined ? {} : { dimensions: embedding.dimensions }),
+    path: choice.path,
+    ...(choice.dimensions === undefined ? {} : { dimensions: choice.dimensions }),
     onRepair,
     logger,
   });

@@ -1,0 +1,163 @@
+import { mkdir, mkdtemp, readFile, realpath, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { createToolkit } from "@almanac/agent";
+import { createMessage, createTokenCounter, silentLogger } from "@almanac/core";
+import { createOpenAIChatModel } from "@almanac/llm";
+import { type MemoryScope, OWNER_SCOPE, sharedScope } from "@almanac/memory-files";
+import { type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createMemory, type Memory, type MemoryOptions } from "./create-memory.js";
+
+let base: string;
+let workspace: string;
+let memory: Memory | undefined;
+let llm: ScriptedLlm | undefined;
+
+beforeEach(async () => {
+  base = await realpath(await mkdtemp(path.join(tmpdir(), "almanac-memory-")));
+  workspace = path.join(base, "workspace");
+  await mkdir(path.join(workspace, "memory"), { recursive: true });
+});
+
+afterEach(async () => {
+  await memory?.stop(2000);
+  memory = undefined;
+  await llm?.close();
+  llm = undefined;
+  await rm(base, { recursive: true, force: true });
+});
+
+function options(extra: Partial<MemoryOptions> = {}): MemoryOptions {
+  return {
+    workspace,
+    stateDir: path.join(base, "state"),
+    timeZone: "UTC",
+    index: { backend: "sqlite", path: path.join(base, "state", "index.sqlite") },
+    contextTokens: 2000,
+    toolOutputTokens: 4000,
+    scopeOf: (key) =>
+      key.startsWith("web:")
+        ? OWNER_SCOPE
+        : sharedScope({ channel: "discord", account: "default", kind: "group", id: "42" }),
+    tokenCounter: createTokenCounter(),
+    logger: silentLogger,
+    ...extra,
+  };
+}
+
+async function until<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+async function searchTool(scope: MemoryScope, query: string): Promise<string> {
+  if (memory === undefined) throw new Error("no memory open");
+  const result = await createToolkit(memory.toolsFor(scope)).execute({
+    type: "tool_call",
+    id: "call_1",
+    name: "memory_search",
+    arguments: JSON.stringify({ query }),
+  });
+  return JSON.stringify(result);
+}
+
+const target = (shown: string) => ({ absolute: path.join(workspace, shown), shown, realRoot: workspace });
+
+describe("createMemory", () => {
+  it("indexes what the agent's file tools write, finds it in its scope only, and refuses a stale write", async () => {
+    memory = await createMemory(options());
+    const seen = new Map<string, string>();
+    await memory.writeWorkspaceText(
+      target("MEMORY.md"),
+      "# Memory\n- The owner's locker code is LOCK-7781\n",
+      seen,
+    );
+    // The file tools make a missing folder before they write; a plain file is written atomically, not through the store.
+    await mkdir(path.join(workspace, "notes"));
+    await memory.writeWorkspaceText(target("notes/plain.txt"), "not a memory file\n");
+    expect(await readFile(path.join(workspace, "notes/plain.txt"), "utf8")).toBe("not a memory file\n");
+
+    // The agent's memory_search, as each scope gets it: the owner finds the code, a group chat does not.
+    const owner = await until(async () => {
+      const text = await searchTool(OWNER_SCOPE, "LOCK-7781");
+      return text.includes("LOCK-7781") ? text : undefined;
+    }, "the owner's search to find the locker code");
+    expect(owner).toContain("MEMORY.md");
+    const shared = await searchTool(memory.scopeOf("discord:default:group:42"), "LOCK-7781");
+    expect(shared).not.toContain("LOCK-7781");
+
+    // Someone edits MEMORY.md after the agent read it: the agent's next write of its old version is refused.
+    expect(await memory.readWorkspaceText(target("MEMORY.md"), seen)).toContain("LOCK-7781");
+    await memory.store.write(
+      "MEMORY.md",
+      "# Memory\n- The owner's locker code is LOCK-7781\n- Edited by hand\n",
+    );
+    await expect(
+      memory.writeWorkspaceText(target("MEMORY.md"), "# Memory\n- overwritten\n", seen),
+    ).rejects.toMatchObject({ code: "memory.conflict" });
+
+    const status = await until(async () => {
+      const current = await memory?.indexStatus();
+      return current?.state === "idle" ? current : undefined;
+    }, "the start-up sync to finish");
+    expect(status).toMatchObject({ state: "idle" });
+    expect(memory.startReindex()).toBe(true);
+    expect(memory.startReindex()).toBe(false);
+    expect(await memory.memoryContext(OWNER_SCOPE)).toContain("LOCK-7781");
+  });
+
+  it("without a summarizer model, enqueue is a no-op and there is no queue", async () => {
+    memory = await createMemory(options());
+    expect(memory.queue).toBeUndefined();
+    await memory.enqueue({
+      sessionKey: "web:web:dm:owner",
+      reason: "new-session",
+      messages: [createMessage({ role: "user", content: "FACT-A1" })],
+      createdAt: Date.now(),
+    });
+  });
+
+  it("runs the summarizer over an enqueued batch into the day's log, which the index then finds", async () => {
+    llm = await startScriptedLlm({ apiKey: "test-key" });
+    llm.enqueue(
+      script.toolCalls([{ name: "read_day_log", arguments: {} }]),
+      script.toolCalls([
+        { name: "append_day_log", arguments: { text: "- 12:00 The boat is called FACT-Q42" } },
+      ]),
+      script.text("Stored the boat's name."),
+    );
+    const model = createOpenAIChatModel({
+      baseURL: llm.baseURL,
+      apiKey: "test-key",
+      model: "scripted-model",
+      timeoutMs: 5000,
+      maxRetries: 0,
+    });
+    memory = await createMemory(
+      options({ summarizer: { model, contextWindow: 8192, maxOutputTokens: 1024, maxAttempts: 3 } }),
+    );
+    const createdAt = Date.UTC(2026, 11, 1, 12);
+    await memory.enqueue({
+      sessionKey: "web:web:dm:owner",
+      reason: "command",
+      messages: [
+        createMessage({ role: "user", content: "My boat is called FACT-Q42.", timestamp: createdAt }),
+      ],
+      summary: "The owner talked about the boat.",
+      createdAt,
+    });
+    await memory.queue?.idle();
+    expect(await readFile(path.join(workspace, "memory", "2026-12-01.md"), "utf8")).toContain("FACT-Q42");
+    const found = await until(async () => {
+      const text = await searchTool(OWNER_SCOPE, "FACT-Q42");
+      return text.includes("FACT-Q42") ? text : undefined;
+    }, "the daily log to be indexed");
+    expect(found).toContain("memory/2026-12-01.md");
+  });
+});
