@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { startScriptedLlm } from "../packages/testkit/src/index.js";
+import { startScriptedLlm } from "@almanac/testkit";
 import { writeYearCorpus } from "./year-corpus.js";
 
 const { values } = parseArgs({

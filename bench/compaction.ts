@@ -6,21 +6,13 @@
  * Run: npx tsx bench/compaction.ts   (not part of the test run; models are in-process fakes, no network)
  */
 import { performance } from "node:perf_hooks";
+import { createAgent, createHookRegistry, createToolkit, WorkingMemory } from "@almanac/agent";
 import {
   type CompactionEndEvent,
   type CompactionEvent,
   createCompactor,
   runWithOverflowRecovery,
 } from "@almanac/compaction";
-import {
-  createAgent,
-  createHookRegistry,
-  createToolkit,
-  WorkingMemory,
-} from "../packages/agent/src/index.js";
-import { createReportTool, createSaveNoteTool } from "../packages/compaction/test/generated-tools.js";
-import { requestHasTurnPrefix, validSummary } from "../packages/compaction/test/summary-fixtures.js";
-import { createRandom, generatedText } from "../packages/compaction/test/transcripts.js";
 import {
   type ChatModel,
   type ChatRequest,
@@ -31,7 +23,10 @@ import {
   messageText,
   ProviderError,
   type TokenCounter,
-} from "../packages/core/src/index.js";
+} from "@almanac/core";
+import { createReportTool, createSaveNoteTool } from "../packages/compaction/test/generated-tools.js";
+import { requestHasTurnPrefix, validSummary } from "../packages/compaction/test/summary-fixtures.js";
+import { createRandom, generatedText } from "../packages/compaction/test/transcripts.js";
 
 const TURNS = 1_000;
 const WINDOW = 16_384;

@@ -13,6 +13,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { performance } from "node:perf_hooks";
+import { createOpenAIEmbedder } from "@almanac/llm";
 import {
   analyzeText,
   chunkMarkdown,
@@ -21,10 +22,9 @@ import {
   createSqliteIndex,
   type IndexChunk,
   type MemoryIndexBackend,
+  searchableText,
 } from "@almanac/memory-index";
-import { createOpenAIEmbedder } from "../packages/llm/src/index.js";
-import { searchableText } from "../packages/memory-index/src/hybrid-score.js";
-import { startScriptedLlm } from "../packages/testkit/src/index.js";
+import { startScriptedLlm } from "@almanac/testkit";
 import { writeYearCorpus, yearQueries } from "./year-corpus.js";
 
 const quick = process.argv.includes("--quick");

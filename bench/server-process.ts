@@ -25,7 +25,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { script, startScriptedLlm } from "../packages/testkit/src/index.js";
+import { script, startScriptedLlm } from "@almanac/testkit";
 import { writeYearCorpus, yearQueries } from "./year-corpus.js";
 
 const { values } = parseArgs({

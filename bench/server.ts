@@ -10,9 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Writable } from "node:stream";
+import { script, startScriptedLlm } from "@almanac/testkit";
 import OpenAI from "openai";
 import { startServer } from "../apps/server/src/server.js";
-import { script, startScriptedLlm } from "../packages/testkit/src/index.js";
 
 const TOKEN = "bench-admin-token-0123456789";
 

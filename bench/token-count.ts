@@ -4,7 +4,7 @@
  * Run: pnpm bench:tokens   (not part of the test run)
  */
 import { performance } from "node:perf_hooks";
-import { createMessage, createTokenCounter, type Message } from "../packages/core/src/index.js";
+import { createMessage, createTokenCounter, type Message } from "@almanac/core";
 
 const HISTORY = 1000;
 const ROUNDS = 200;

@@ -9,7 +9,7 @@ export {
   type EmbedOutcome,
   isEmbeddingGate,
 } from "./embedding-gate.js";
-export type { ScoringOptions } from "./hybrid-score.js";
+export { type ScoringOptions, searchableText } from "./hybrid-score.js";
 export {
   createMemoryIndexer,
   type MemoryIndexer,
