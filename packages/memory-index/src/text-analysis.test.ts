@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import {
   analyzeQuery,
   analyzeText,
+  analyzeTextByPattern,
   containsTerm,
   countTerm,
   normalizeForMatching,
@@ -75,6 +76,82 @@ describe("analyzeText", () => {
     ]);
     expect(stemEnglish("boxes")).toBe("boxe");
     expect(stemEnglish("ops")).toBe("ops");
+  });
+});
+
+describe("analyzeText's ASCII fast path", () => {
+  // Pieces that stress where the fast path hands over to the pattern: joiners and apostrophes next to
+  // non-ASCII letters, combining marks after ASCII (NFKC composes `e` + U+0301, `=` + U+0338), a final
+  // sigma after ASCII letters, full-width forms, ligatures, CJK and Thai.
+  const piece = fc.constantFrom(
+    ..."abcxyzABCZ0129".split(""),
+    ..."-_./:@#+~%&=?'".split(""),
+    " ",
+    "  ",
+    "\n",
+    "\t",
+    "\r\n",
+    ",",
+    "(",
+    ")",
+    "!",
+    '"',
+    "’",
+    "é",
+    "\u0301",
+    "\u0338",
+    "Σ",
+    "ΑΣ",
+    "İ",
+    "ß",
+    "ﬁ",
+    "Ａ",
+    "２",
+    "½",
+    "项目",
+    "数据库",
+    "的",
+    "。",
+    "สวัสดี",
+    "😀",
+    "policies",
+    "Priya's",
+    "don't",
+    "OPS-4821",
+    "deploy.sh",
+    "https://example.com/a?b=c",
+    "notes",
+  );
+  const mixed = fc.array(piece, { maxLength: 80 }).map((pieces) => pieces.join(""));
+
+  it("gives exactly the terms of the token pattern on random mixed text", () => {
+    fc.assert(
+      fc.property(mixed, fc.boolean(), (text, segmentCjk) => {
+        expect(analyzeText(text, { segmentCjk })).toEqual(analyzeTextByPattern(text, { segmentCjk }));
+      }),
+      { numRuns: 2000 },
+    );
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", maxLength: 80 }), (text) => {
+        expect(analyzeText(text)).toEqual(analyzeTextByPattern(text));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("hands over at whitespace around non-ASCII words and comes back after them", () => {
+    for (const text of [
+      "plain ascii words, OPS-4821 and deploy.sh",
+      "café au lait's notes",
+      "abc=\u0338 x",
+      "a''Σ b",
+      "x 项目部署 policies then a long ASCII stretch after it: notes notes 数据库 end",
+      "e\u0301 ",
+      "\u0301abc",
+      "ΑΣ",
+    ]) {
+      expect(analyzeText(text)).toEqual(analyzeTextByPattern(text));
+    }
   });
 });
 

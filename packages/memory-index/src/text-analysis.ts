@@ -140,6 +140,63 @@ export function analyzeText(text: string, options: AnalyzeOptions = {}): string[
   const withWords = options.segmentCjk ?? true;
   const terms: string[] = [];
   const longRuns: string[] = [];
+  // ASCII stretches are scanned by character code; a stretch holding any other character (from the
+  // whitespace before it to the whitespace after it) goes through the token pattern. Cutting only at
+  // ASCII whitespace keeps the result identical to the pattern on the whole text: no token spans it,
+  // NFKC composes nothing with it and it ends the final-sigma context of `toLowerCase`.
+  const end = text.length;
+  let start = 0;
+  while (start < end) {
+    nonAscii.lastIndex = start;
+    const found = nonAscii.exec(text);
+    if (found === null) {
+      analyzeAscii(text, start, end, terms);
+      break;
+    }
+    let from = found.index;
+    while (from > start && !isAsciiSpace(text.charCodeAt(from - 1))) from -= 1;
+    if (from > start) analyzeAscii(text, start, from, terms);
+    // The stretch for the pattern ends at a whitespace at least `asciiResume` characters before the next
+    // non-ASCII character: short ASCII gaps between Chinese phrases are not worth a switch.
+    let to = found.index + 1;
+    for (;;) {
+      while (to < end && !isAsciiSpace(text.charCodeAt(to))) to += 1;
+      if (to >= end) break;
+      nonAscii.lastIndex = to;
+      const next = nonAscii.exec(text);
+      if (next === null || next.index - to >= asciiResume) break;
+      to = next.index + 1;
+    }
+    analyzeByPattern(text.slice(from, to), terms, longRuns, withWords);
+    start = to;
+  }
+  if (withWords) pushLongCjkWords(terms, longRuns);
+  return terms;
+}
+
+/**
+ * {@link analyzeText} through the token pattern alone, with no ASCII fast path: the reference the fast
+ * path is tested against.
+ */
+export function analyzeTextByPattern(text: string, options: AnalyzeOptions = {}): string[] {
+  const withWords = options.segmentCjk ?? true;
+  const terms: string[] = [];
+  const longRuns: string[] = [];
+  analyzeByPattern(text, terms, longRuns, withWords);
+  if (withWords) pushLongCjkWords(terms, longRuns);
+  return terms;
+}
+
+const nonAscii = /[\u0080-\u{10ffff}]/gu;
+/** ASCII characters between two non-ASCII stretches below which both go through the pattern as one. */
+const asciiResume = 24;
+
+/** Space, tab, line feed, carriage return: never in a token, never composed with, not case-ignorable. */
+function isAsciiSpace(code: number): boolean {
+  return code === 32 || code === 10 || code === 9 || code === 13;
+}
+
+function analyzeByPattern(text: string, terms: string[], longRuns: string[], withWords: boolean): void {
   // Lower-cased once up front: the per-word work below is what dominates indexing time.
   for (const match of text.normalize("NFKC").toLowerCase().matchAll(tokenPattern)) {
     const [whole, cjk, spaceless] = match;
@@ -155,8 +212,74 @@ export function analyzeText(text: string, options: AnalyzeOptions = {}): string[
       pushWord(terms, whole);
     }
   }
-  pushLongCjkWords(terms, longRuns);
-  return terms;
+}
+
+/** `[a-z0-9]` after lower-casing: the word characters of ASCII. */
+function isAsciiWordCode(code: number): boolean {
+  return (code >= 97 && code <= 122) || (code >= 48 && code <= 57);
+}
+
+/** The identifier joiners (see {@link IDENTIFIER_JOINERS}) by character code. */
+const joinerCodes = new Uint8Array(128);
+for (const character of IDENTIFIER_JOINERS) joinerCodes[character.charCodeAt(0)] = 1;
+
+/**
+ * The token pattern's work on `text[start, end)`, which is all ASCII: a token is a word (`[a-z0-9]+`, with
+ * inner apostrophes) followed by any number of joiner runs each followed by a word; NFKC changes no ASCII.
+ */
+function analyzeAscii(text: string, start: number, end: number, terms: string[]): void {
+  const lower = text.slice(start, end).toLowerCase();
+  const length = lower.length;
+  let index = 0;
+  while (index < length) {
+    if (!isAsciiWordCode(lower.charCodeAt(index))) {
+      index += 1;
+      continue;
+    }
+    const tokenStart = index;
+    let joined = false;
+    let apostrophe = false;
+    for (;;) {
+      while (index < length && isAsciiWordCode(lower.charCodeAt(index))) index += 1;
+      if (index >= length) break;
+      const code = lower.charCodeAt(index);
+      if (code === 39) {
+        // `'` continues the word only when a word character follows.
+        if (index + 1 < length && isAsciiWordCode(lower.charCodeAt(index + 1))) {
+          apostrophe = true;
+          index += 2;
+          continue;
+        }
+        break;
+      }
+      if (code < 128 && joinerCodes[code] === 1) {
+        let after = index + 1;
+        while (after < length && joinerCodes[lower.charCodeAt(after)] === 1) after += 1;
+        if (after < length && isAsciiWordCode(lower.charCodeAt(after))) {
+          joined = true;
+          index = after + 1;
+          continue;
+        }
+      }
+      break;
+    }
+    const token = lower.slice(tokenStart, index);
+    if (joined) {
+      terms.push(...identifierTerms(token));
+      let partStart = 0;
+      for (let at = 0; at <= token.length; at += 1) {
+        if (at < token.length && joinerCodes[token.charCodeAt(at)] !== 1) continue;
+        if (at > partStart) pushWord(terms, token.slice(partStart, at));
+        partStart = at + 1;
+      }
+    } else if (apostrophe) {
+      pushWord(terms, token);
+    } else {
+      terms.push(token);
+      const stem = stemEnglish(token);
+      if (stem !== token) terms.push(stem);
+    }
+  }
 }
 
 /** One unit of meaning in a query: a chunk covers it when it holds any of its alternative terms. */
