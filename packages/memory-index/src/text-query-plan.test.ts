@@ -47,4 +47,24 @@ describe("planTextQuery", () => {
     });
     expect(planTextQuery(analyzeQuery("zzz"), statistics(100, {}), 5000)).toEqual({ primary: undefined });
   });
+
+  it("takes the newest chunks unranked when every term is in nearly every chunk (nothing to rank by)", () => {
+    // Small enough for the budget, but BM25 would only order all 731 matches by term counts.
+    const stats = statistics(731, { deploy: 731, budget: 731, invoice: 700, code: 12 });
+    expect(planTextQuery(analyzeQuery("deploy budget"), stats, 5000)).toEqual({
+      primary: { terms: ["deploy", "budget"], allOf: [["deploy"], ["budget"]], rank: false },
+      topUp: { terms: ["deploy"], rank: false },
+    });
+    expect(planTextQuery(analyzeQuery("invoice"), stats, 5000)).toEqual({
+      primary: { terms: ["invoice"], rank: false },
+    });
+    // One rare term is something to rank by.
+    expect(planTextQuery(analyzeQuery("deploy code"), stats, 5000)).toEqual({
+      primary: { terms: ["code", "deploy"] },
+    });
+    // Below nine in ten chunks the terms still rank.
+    expect(planTextQuery(analyzeQuery("invoice"), statistics(731, { invoice: 600 }), 5000).primary).toEqual({
+      terms: ["invoice"],
+    });
+  });
 });

@@ -10,6 +10,11 @@ export interface TextQueryPlan {
 
 /** A group whose terms are in more than this share of chunks barely narrows an intersection; it is left out. */
 const unselectiveShare = 0.5;
+/**
+ * When every group is in at least this share of chunks, the query has nothing to rank by (each term's IDF is
+ * ≈ 0): BM25 over all matches would cost time in proportion to the index and order them by term counts alone.
+ */
+const everywhereShare = 0.9;
 
 /**
  * Chooses the terms and the kind of full-text query, keeping its cost bounded on large indexes.
@@ -18,7 +23,8 @@ const unselectiveShare = 0.5;
  * `budget`; stop words and absent terms are left out. What is left out still counts in scoring.
  * When even the rarest group is too common, the query asks for chunks holding every selective
  * group (ranked when the intersection is expected to be small, newest first otherwise), topped up
- * by chunks holding the rarest group. Without statistics every term is sent as is.
+ * by chunks holding the rarest group. When every group is in nearly every chunk, the newest chunks holding
+ * all of them are taken unranked (scoring still orders them). Without statistics every term is sent as is.
  */
 export function planTextQuery(
   query: AnalyzedQuery,
@@ -44,6 +50,18 @@ export function planTextQuery(
     .sort((a, b) => a.documents - b.documents);
   const rarest = groups[0];
   if (rarest === undefined) return { primary: undefined };
+  if (rarest.documents >= statistics.total * everywhereShare) {
+    const everywhere = { terms: rarest.terms, rank: false };
+    if (groups.length === 1) return { primary: everywhere };
+    return {
+      primary: {
+        terms: groups.flatMap((group) => group.terms),
+        allOf: groups.map((group) => group.terms),
+        rank: false,
+      },
+      topUp: everywhere,
+    };
+  }
 
   const taken: string[] = [];
   let cost = 0;
