@@ -1,7 +1,7 @@
 import { type FileHandle, open, stat } from "node:fs/promises";
 import { dirname } from "node:path";
-import { createInterface } from "node:readline";
 import { fsyncDirectory, isErrnoCode, type Logger, type Message, type StagedFile } from "@almanac/core";
+import { linesOf } from "./lines-of.js";
 import { checkMessages, describeIssues, transcriptLineSchema } from "./session-snapshot.js";
 
 /**
@@ -173,15 +173,13 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
         throw error;
       }
       const stream = handle.createReadStream({ autoClose: false });
-      const lines = createInterface({ input: stream, crlfDelay: Infinity });
       try {
-        for await (const text of lines) {
+        for await (const text of linesOf(stream)) {
           const checked = transcriptLineSchema.safeParse(parseJson(text));
           if (checked.success) return checked.data.key;
         }
         return undefined;
       } finally {
-        lines.close();
         stream.destroy();
         await handle.close();
       }
@@ -210,11 +208,10 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
   ): AsyncGenerator<Message> {
     if (end <= start) return;
     const stream = handle.createReadStream({ start, end: end - 1, autoClose: false });
-    const lines = createInterface({ input: stream, crlfDelay: Infinity });
     try {
       let pending: { text: string; number: number } | undefined;
       let number = 0;
-      for await (const text of lines) {
+      for await (const text of linesOf(stream)) {
         number += 1;
         if (pending !== undefined) {
           const message = parseLine(pending.text, pending.number, false);
@@ -227,7 +224,6 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
         if (message !== undefined) yield message;
       }
     } finally {
-      lines.close();
       stream.destroy();
     }
 
