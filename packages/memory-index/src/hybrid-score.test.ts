@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { applyRecency, dailyLogDate, scoreHits } from "./hybrid-score.js";
+import { applyRecency, dailyLogDate, scoreHits, scoringLength } from "./hybrid-score.js";
 import { memorySource } from "./memory-source.js";
 import { analyzeQuery } from "./text-analysis.js";
 import type { BackendHit } from "./types.js";
@@ -184,5 +184,24 @@ describe("scoreHits", () => {
       { mode: "text", now },
     );
     expect(scored.map((entry) => entry.chunk.path)).toEqual(["b.md", "a.md"]);
+  });
+
+  it("scores the same with the length a backend stored as with the length it measures", () => {
+    const texts = [
+      "- Priya: the deploy budget moved to May.\n- Tom: deploy budgets again?",
+      "Policies and notes on the deploy, OPS-4821.",
+      "项目预算的会议记录 deploy",
+      "nothing relevant here at all, just words",
+    ];
+    const hits = texts.map((text, index) => hit(`memory/2025-0${index + 1}-01.md`, text));
+    const stored = hits.map(({ chunk }) => ({ chunk: { ...chunk, textLength: scoringLength(chunk) } }));
+    for (const query of ["deploy budget", "Priya deploy", "项目预算", "OPS-4821 policy"]) {
+      const analyzed = analyzeQuery(query);
+      const measured = scoreHits(analyzed, hits, { mode: "text", now });
+      const fromIndex = scoreHits(analyzed, stored, { mode: "text", now });
+      expect(fromIndex.map(({ chunk, ...rest }) => ({ path: chunk.path, ...rest }))).toEqual(
+        measured.map(({ chunk, ...rest }) => ({ path: chunk.path, ...rest })),
+      );
+    }
   });
 });

@@ -53,6 +53,15 @@ export function searchableText(chunk: Pick<StoredChunk, "path" | "headings" | "t
 }
 
 /**
+ * Length of a chunk's searchable text in words (CJK characters one each), for BM25's length normalization.
+ * Backends may store it at indexing time (SQLite does): measuring it is a pass over each candidate's text,
+ * the largest share of scoring. Changing what it counts needs a new index schema version.
+ */
+export function scoringLength(chunk: Pick<StoredChunk, "path" | "headings" | "text">): number {
+  return textLength(normalizeForMatching(searchableText(chunk)));
+}
+
+/**
  * Recency as a mild, bounded boost: `s + w·d·s·(1 − s)` with `d` halving every half-life. The gain
  * is largest for mid scores (at most `w/4`), zero for irrelevant and perfect hits, and the result
  * stays increasing in `s`, so relevance decides the order and recency only separates near-ties.
@@ -121,26 +130,23 @@ function bestLine(
     const colon = text.slice(start, Math.min(end, start + 40)).search(/[:：]/u);
     return colon !== -1 && offset < start + colon;
   };
-  // Per line, the weight of each concept it holds.
-  const lines = new Map<number, Map<number, number>>();
+  // Per line, the weight of each concept it holds (line-major; summed in concept order).
+  const conceptCount = offsets.length;
+  const held = new Float64Array(lineStarts.length * conceptCount);
   offsets.forEach((perTerm, concept) => {
     for (const found of perTerm) {
       for (const offset of found) {
         const line = lineOf(offset);
-        let held = lines.get(line);
-        if (held === undefined) {
-          held = new Map();
-          lines.set(line, held);
-        }
         const weight = weights[concept]! * (isSpeaker(line, offset) ? speakerFactor : 1);
-        if (weight > (held.get(concept) ?? 0)) held.set(concept, weight);
+        const slot = line * conceptCount + concept;
+        if (weight > held[slot]!) held[slot] = weight;
       }
     }
   });
   let best = 0;
-  for (const held of lines.values()) {
+  for (let line = 0; line < lineStarts.length; line += 1) {
     let sum = 0;
-    for (const weight of held.values()) sum += weight;
+    for (let concept = 0; concept < conceptCount; concept += 1) sum += held[line * conceptCount + concept]!;
     if (sum > best) best = sum;
   }
   return best;
@@ -200,7 +206,7 @@ export function scoreHits(
       Math.min(frequencyLimit, Math.max(...perTerm.map((found) => found.length))),
     );
     const line = lineWeight > 0 ? bestLine(text, offsets, weights) : 0;
-    return { hit, frequencies, line, length: textLength(text) };
+    return { hit, frequencies, line, length: hit.chunk.textLength ?? textLength(text) };
   });
   // Length is judged against the candidates' mean: chunks are bounded by the chunker, so it is stable.
   const averageLength = Math.max(

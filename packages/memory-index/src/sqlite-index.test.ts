@@ -4,6 +4,7 @@ import * as path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { describeBackendContract, fileFor, indexChunks } from "../test/backend-contract.js";
+import { scoringLength } from "./hybrid-score.js";
 import { createSqliteIndex } from "./sqlite-index.js";
 
 describeBackendContract("SQLite backend contract", async () => {
@@ -71,5 +72,28 @@ describe("createSqliteIndex", () => {
     const hits = await index.search({ terms: ['"', "near(", "or", "*"], limit: 5 });
     expect(hits.map((hit) => hit.chunk.path)).toEqual(["MEMORY.md"]);
     await index.close();
+  });
+
+  it("stores each chunk's scoring length, and rebuilds an index of the layout before it", async () => {
+    const chunks = indexChunks("memory/2025-01-02.md", "# Day\n\nOtters hold hands, OPS-4821 and 项目.\n");
+    const index = createSqliteIndex({ path: file });
+    await index.upsertFile(fileFor("memory/2025-01-02.md", "x"), chunks, undefined);
+    const [hit] = await index.search({ terms: ["otters"], limit: 5 });
+    expect(hit?.chunk.textLength).toBe(scoringLength(chunks[0]!));
+    await index.close();
+
+    // A version-2 file (no stored lengths) is emptied on open, so the indexer builds it again.
+    const db = new Database(file);
+    db.exec(
+      "ALTER TABLE chunks DROP COLUMN text_length; UPDATE meta SET value = '2' WHERE key = 'schema_version'",
+    );
+    db.close();
+    const reopened = createSqliteIndex({ path: file });
+    expect(await reopened.stats()).toMatchObject({ files: 0, chunks: 0 });
+    await reopened.upsertFile(fileFor("memory/2025-01-02.md", "x"), chunks, undefined);
+    expect((await reopened.search({ terms: ["otters"], limit: 5 }))[0]?.chunk.textLength).toBe(
+      scoringLength(chunks[0]!),
+    );
+    await reopened.close();
   });
 });

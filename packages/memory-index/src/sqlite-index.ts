@@ -1,6 +1,7 @@
 import { type Logger, silentLogger, UserError } from "@almanac/core";
 import { matchesPathFilter } from "@almanac/memory-files";
 import type Database from "better-sqlite3";
+import { scoringLength } from "./hybrid-score.js";
 import { createSelfRepairingIndex, type IndexRepair } from "./self-repairing-index.js";
 import {
   allOf,
@@ -115,8 +116,8 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
     ),
     deleteFile: db.prepare("DELETE FROM files WHERE path = ?"),
     insertChunk: db.prepare(
-      `INSERT INTO chunks (chunk_id, path, start_line, end_line, headings, text, hash, source, updated_at, embedded)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO chunks (chunk_id, path, start_line, end_line, headings, text, hash, source, updated_at, embedded, text_length)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     fileState: db.prepare("SELECT path, hash, mtime_ms, size, source FROM files WHERE path = ?"),
     listFiles: db.prepare("SELECT path, hash, mtime_ms, size, source FROM files ORDER BY path"),
@@ -227,6 +228,7 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
         file.source,
         file.mtimeMs,
         0,
+        scoringLength(chunk),
       );
       const rowid = Number(lastInsertRowid);
       statements.insertFts.run(rowid, chunk.terms.join(" "));

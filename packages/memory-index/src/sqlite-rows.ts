@@ -20,10 +20,11 @@ export const chunkRowSchema = z.object({
   hash: z.string(),
   source: sourceSchema,
   updated_at: z.number(),
+  text_length: z.number(),
 });
 /** The columns {@link chunkRowSchema} expects. */
 export const chunkColumns =
-  "id, chunk_id, path, start_line, end_line, headings, text, hash, source, updated_at";
+  "id, chunk_id, path, start_line, end_line, headings, text, hash, source, updated_at, text_length";
 /** A `files` row. */
 export const fileRowSchema = z.object({
   path: z.string(),
@@ -53,6 +54,7 @@ export function toStoredChunk(row: z.infer<typeof chunkRowSchema>): StoredChunk 
     hash: row.hash,
     source: row.source,
     updatedAt: row.updated_at,
+    textLength: row.text_length,
   };
 }
 

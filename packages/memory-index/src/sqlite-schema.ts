@@ -7,9 +7,9 @@ import { IDENTIFIER_JOINERS } from "./text-analysis.js";
 
 /**
  * Bumped when the layout or the chunking changes; an index with another version is dropped and rebuilt
- * from the Markdown. 2: chunks of up to 600 tokens (were 400).
+ * from the Markdown. 2: chunks of up to 600 tokens (were 400). 3: each chunk's scoring length stored.
  */
-export const SCHEMA_VERSION = "2";
+export const SCHEMA_VERSION = "3";
 
 // Terms arrive pre-analysed (text-analysis.ts) and separated by spaces. The tokenizer must not
 // split them again: every character an analysed term can hold is a token character here
@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS chunks (
   hash TEXT NOT NULL,
   source TEXT NOT NULL,
   updated_at REAL NOT NULL,
-  embedded INTEGER NOT NULL DEFAULT 0
+  embedded INTEGER NOT NULL DEFAULT 0,
+  text_length INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_by_path ON chunks (path);
 CREATE INDEX IF NOT EXISTS chunks_pending ON chunks (id) WHERE embedded = 0;

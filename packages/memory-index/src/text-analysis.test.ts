@@ -232,6 +232,57 @@ describe("containsTerm", () => {
     expect(termOffsets("- tom: tom, cats and a cat", "cat", 1)).toHaveLength(1);
   });
 
+  it("finds the same offsets, in the same order, as scanning for each surface form in turn", () => {
+    const forms = (term: string) =>
+      term.length < 3 || !/^[a-z]+$/u.test(term)
+        ? [term]
+        : [term, `${term}s`, `${term}es`, ...(term.endsWith("y") ? [`${term.slice(0, -1)}ies`] : [])];
+    const reference = (normalized: string, term: string, limit: number) => {
+      const offsets: number[] = [];
+      const isWord = (character: string | undefined) =>
+        character !== undefined && /[\p{L}\p{N}\p{M}]/u.test(character);
+      for (const form of forms(term)) {
+        for (let at = normalized.indexOf(form); at !== -1; at = normalized.indexOf(form, at + 1)) {
+          if (isWord(normalized[at - 1]) || isWord(normalized[at + form.length])) continue;
+          offsets.push(at);
+          if (offsets.length >= limit) return offsets;
+        }
+      }
+      return offsets;
+    };
+    const piece = fc.constantFrom(
+      "policy",
+      "policies",
+      "policys",
+      "polic",
+      "cat",
+      "cats",
+      "cates",
+      "category",
+      "ops",
+      " ",
+      "-",
+      "é",
+      "\n",
+      "x",
+    );
+    fc.assert(
+      fc.property(
+        fc.array(piece, { maxLength: 30 }),
+        fc.constantFrom("policy", "cat", "ops", "polic", "x"),
+        fc.integer({ min: 1, max: 12 }),
+        (pieces, term, limit) => {
+          const normalized = pieces.join("");
+          expect(termOffsets(normalized, term, limit)).toEqual(reference(normalized, term, limit));
+          expect(termOffsets(normalized, term)).toEqual(
+            reference(normalized, term, Number.POSITIVE_INFINITY),
+          );
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
   it("respects word boundaries", () => {
     expect(containsTerm("the category", "cat")).toBe(false);
     expect(containsTerm("see ops-4821.", "ops")).toBe(true);

@@ -363,9 +363,21 @@ export function analyzeQuery(query: string): AnalyzedQuery {
 const wordCharacterTest = /[\p{L}\p{N}\p{M}]/u;
 const cjkTest = new RegExp(`[${cjkClass}${spacelessClass}]`, "u");
 
+const hasNonAscii = /[\u0080-\u{10ffff}]/u;
+
 /** Text prepared for {@link containsTerm}: NFKC, lower case (what the analyser sees). */
 export function normalizeForMatching(text: string): string {
-  return text.normalize("NFKC").toLowerCase();
+  // NFKC leaves ASCII as it is; scoring normalises every candidate of every query.
+  return hasNonAscii.test(text) ? text.normalize("NFKC").toLowerCase() : text.toLowerCase();
+}
+
+/** Whether the code unit at `index` is a word character (`[\p{L}\p{N}\p{M}]`); false outside the text. */
+function isWordCharacterAt(text: string, index: number): boolean {
+  if (index < 0 || index >= text.length) return false;
+  const code = text.charCodeAt(index);
+  if (code < 128)
+    return (code >= 97 && code <= 122) || (code >= 48 && code <= 57) || (code >= 65 && code <= 90);
+  return wordCharacterTest.test(text[index]!);
 }
 
 /** The surface forms an analysed term can come from: itself and, for English words, its plurals. */
@@ -420,12 +432,29 @@ function forEachOccurrence(normalized: string, term: string, visit: (offset: num
       if (!visit(index)) return;
     return;
   }
-  for (const form of surfaceForms(term)) {
-    for (let index = normalized.indexOf(form); index !== -1; index = normalized.indexOf(form, index + 1)) {
-      const before = index === 0 ? "" : normalized[index - 1]!;
-      const after = normalized[index + form.length] ?? "";
-      if (!wordCharacterTest.test(before) && !wordCharacterTest.test(after) && !visit(index)) return;
+  const forms = surfaceForms(term);
+  // Every surface form starts with the term (`polic` for `policy`/`policies`): one scan finds them all. Each
+  // form's occurrences are visited in the order of the form list, then of the text, as form-by-form scans would.
+  const prefix = forms.length > 3 ? term.slice(0, -1) : term;
+  let later: number[] | undefined;
+  for (let index = normalized.indexOf(prefix); index !== -1; index = normalized.indexOf(prefix, index + 1)) {
+    if (isWordCharacterAt(normalized, index - 1)) continue;
+    for (let form = 0; form < forms.length; form += 1) {
+      const surface = forms[form]!;
+      if (!normalized.startsWith(surface, index) || isWordCharacterAt(normalized, index + surface.length))
+        continue;
+      if (form === 0) {
+        if (!visit(index)) return;
+      } else {
+        later ??= [];
+        later.push(form, index);
+      }
+      break;
     }
+  }
+  if (later === undefined) return;
+  for (let form = 1; form < forms.length; form += 1) {
+    for (let at = 0; at < later.length; at += 2) if (later[at] === form && !visit(later[at + 1]!)) return;
   }
 }
 

@@ -54,6 +54,11 @@ export interface StoredChunk {
   readonly source: MemorySource;
   /** Modification time of the file the chunk came from (ms since epoch). */
   readonly updatedAt: number;
+  /**
+   * Length of its searchable text as scoring measures it (`scoringLength`), when the backend stored it at
+   * indexing time; scoring measures it itself otherwise.
+   */
+  readonly textLength?: number;
 }
 
 /** Vectors for some of the chunks of an upsert, aligned with the chunks (`undefined` = not embedded yet). */
