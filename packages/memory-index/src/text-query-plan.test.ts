@@ -58,9 +58,10 @@ describe("planTextQuery", () => {
     expect(planTextQuery(analyzeQuery("invoice"), stats, 5000)).toEqual({
       primary: { terms: ["invoice"], rank: false },
     });
-    // One rare term is something to rank by.
+    // A rarer term is something to rank by; the ubiquitous one only tops up, newest first.
     expect(planTextQuery(analyzeQuery("deploy code"), stats, 5000)).toEqual({
-      primary: { terms: ["code", "deploy"] },
+      primary: { terms: ["code"] },
+      topUp: { terms: ["deploy"], rank: false },
     });
     // Below nine in ten chunks the terms still rank.
     expect(planTextQuery(analyzeQuery("invoice"), statistics(731, { invoice: 600 }), 5000).primary).toEqual({

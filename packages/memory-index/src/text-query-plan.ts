@@ -23,8 +23,9 @@ const everywhereShare = 0.9;
  * `budget`; stop words and absent terms are left out. What is left out still counts in scoring.
  * When even the rarest group is too common, the query asks for chunks holding every selective
  * group (ranked when the intersection is expected to be small, newest first otherwise), topped up
- * by chunks holding the rarest group. When every group is in nearly every chunk, the newest chunks holding
- * all of them are taken unranked (scoring still orders them). Without statistics every term is sent as is.
+ * by chunks holding the rarest group. A group in nearly every chunk is not ranked by: when every group is,
+ * the newest chunks holding all of them are taken unranked (scoring still orders them); otherwise the rarer
+ * groups are ranked and the newest chunks holding the rarest of those common groups top them up. Without statistics every term is sent as is.
  */
 export function planTextQuery(
   query: AnalyzedQuery,
@@ -63,14 +64,19 @@ export function planTextQuery(
     };
   }
 
+  // Groups in nearly every chunk (the last ones) add nothing to the ranking: they only top up.
+  const commonest = groups.find((group) => group.documents >= statistics.total * everywhereShare);
   const taken: string[] = [];
   let cost = 0;
   for (const group of groups) {
-    if (cost + group.cost > budget) break;
+    if (group === commonest || cost + group.cost > budget) break;
     taken.push(...group.terms);
     cost += group.cost;
   }
-  if (taken.length > 0) return { primary: { terms: taken } };
+  if (taken.length > 0)
+    return commonest === undefined
+      ? { primary: { terms: taken } }
+      : { primary: { terms: taken }, topUp: { terms: commonest.terms, rank: false } };
 
   const topUp = { terms: rarest.terms, rank: false };
   const selective = groups.filter((group) => group.documents <= statistics.total * unselectiveShare);
