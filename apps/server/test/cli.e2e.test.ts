@@ -101,19 +101,20 @@ describe("commands against a running server", () => {
   const clientEnv = (token = TEST_TOKEN) => ({ ALMANAC_HOME: home, ALMANAC_ADMIN_TOKEN: token });
 
   it("chat answers each piped line and exits at the end of input", async () => {
+    // U+2028 is not a line break for a pipe (Node 24's readline would split the message there).
     const run = await runAlmanac(["chat", "--session", "piped", "--url", running.server.url], {
       cwd: home,
       env: clientEnv(),
-      stdin: "Hello there\nSecond question\n",
+      stdin: "Hello\u2028there\nSecond question\n",
     });
     expect(run.stderr).toBe("");
     expect(run.code).toBe(0);
-    expect(run.stdout).toBe("echo: Hello there\necho: Second question\n");
+    expect(run.stdout).toBe("echo: Hello\u2028there\necho: Second question\n");
     const sent = running.llm
       .chatRequests()
       .at(-1)
       ?.messages.map((message) => String(message.content));
-    expect(sent?.slice(1)).toEqual(["Hello there", "echo: Hello there", "Second question"]);
+    expect(sent?.slice(1)).toEqual(["Hello\u2028there", "echo: Hello\u2028there", "Second question"]);
   });
 
   it("sessions list shows the session the chat created, as a table and as JSON", async () => {

@@ -1,4 +1,5 @@
 import { createInterface } from "node:readline";
+import { linesOf } from "../lines-of.js";
 import { type AdminClient, CliError, createAdminClient, resolveTarget } from "./admin-client.js";
 import { type CliContext, EXIT, writeLine } from "./cli-context.js";
 
@@ -114,7 +115,12 @@ export async function chatCommand(context: CliContext, options: ChatOptions = {}
   const client = createAdminClient(resolveTarget(context), context.fetch);
   const interactive = context.io.stdin.isTTY === true;
   const json = context.options.json;
-  const lines = createInterface({ input: context.io.stdin, terminal: interactive, crlfDelay: Infinity });
+  // A terminal gets readline (line editing, Ctrl-C); piped input is split on newlines only, so a message holding
+  // U+2028 or U+2029 stays one message on Node 24 too (see lines-of.ts).
+  const lines = interactive
+    ? createInterface({ input: context.io.stdin, terminal: true, crlfDelay: Infinity })
+    : undefined;
+  const input: AsyncIterable<string> = lines ?? linesOf(context.io.stdin as AsyncIterable<Buffer | string>);
   const prompt = () => {
     if (interactive && !json) context.io.stdout.write("you> ");
   };
@@ -124,12 +130,12 @@ export async function chatCommand(context: CliContext, options: ChatOptions = {}
       json ? context.io.stderr : context.io.stdout,
       `Chatting with session "${session}" at ${client.baseUrl}. /exit or Ctrl-D quits.`,
     );
-    lines.on("SIGINT", () => lines.close());
+    lines?.on("SIGINT", () => lines.close());
   }
   let failures = 0;
   try {
     prompt();
-    for await (const line of lines) {
+    for await (const line of input) {
       const text = line.trim();
       if (text === "/exit" || text === "/quit") break;
       if (text !== "") {
@@ -150,7 +156,7 @@ export async function chatCommand(context: CliContext, options: ChatOptions = {}
       prompt();
     }
   } finally {
-    lines.close();
+    lines?.close();
   }
   if (interactive && !json) writeLine(context.io.stdout);
   return failures === 0 ? EXIT.ok : EXIT.failure;

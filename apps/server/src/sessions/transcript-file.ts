@@ -1,7 +1,7 @@
 import { type FileHandle, open, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { fsyncDirectory, isErrnoCode, type Logger, type Message, type StagedFile } from "@almanac/core";
-import { linesOf } from "./lines-of.js";
+import { linesOf } from "../lines-of.js";
 import { checkMessages, describeIssues, transcriptLineSchema } from "./session-snapshot.js";
 
 /**
