@@ -1,9 +1,4 @@
-import {
-  type AnalyzedQuery,
-  containsTerm,
-  normalizeForMatching,
-  type QueryConcept,
-} from "./text-analysis.js";
+import { type AnalyzedQuery, normalizeForMatching, type QueryConcept, termOffsets } from "./text-analysis.js";
 import type { TermStatistics } from "./types.js";
 
 /** What a search hit shows: a window of whole lines and the file lines it spans (1-based, inclusive). */
@@ -29,6 +24,32 @@ function inverseDocumentFrequency(concept: QueryConcept, statistics: TermStatist
 }
 
 /**
+ * The lines (0-based, in order) of `normalized` (see `normalizeForMatching`) that hold any of `terms`: what
+ * `containsTerm` says line by line, found with one scan of the whole text per term.
+ */
+export function linesHolding(normalized: string, terms: readonly string[]): number[] {
+  const lineStarts = [0];
+  for (let index = normalized.indexOf("\n"); index !== -1; index = normalized.indexOf("\n", index + 1))
+    lineStarts.push(index + 1);
+  const held = new Uint8Array(lineStarts.length);
+  for (const term of terms) {
+    for (const offset of termOffsets(normalized, term)) {
+      let low = 0;
+      let high = lineStarts.length - 1;
+      while (low < high) {
+        const middle = (low + high + 1) >> 1;
+        if (lineStarts[middle]! <= offset) low = middle;
+        else high = middle - 1;
+      }
+      held[low] = 1;
+    }
+  }
+  const holding: number[] = [];
+  for (let line = 0; line < held.length; line += 1) if (held[line] === 1) holding.push(line);
+  return holding;
+}
+
+/**
  * Weight of each line: the query concepts it holds, each weighted by how rare it is in the index (IDF),
  * how rare it is among the chunk's own lines (a speaker's name on every line says nothing about which line
  * answers), and doubled for identifiers. Function words count only when the query has nothing else.
@@ -38,17 +59,15 @@ function lineWeights(
   query: AnalyzedQuery,
   statistics: TermStatistics | undefined,
 ): { weights: number[]; bestTerm: (line: number) => string | undefined } {
-  const normalized = lines.map(normalizeForMatching);
+  // Normalised whole, not line by line: NFKC and lower-casing never make, remove or reach across a newline.
+  const normalized = normalizeForMatching(lines.join("\n"));
   const content = query.concepts.filter((concept) => !concept.stopWord);
   const concepts = content.length > 0 ? content : query.concepts;
   const weights = lines.map(() => 0);
   const best = lines.map((): { term?: string; weight: number } => ({ weight: 0 }));
   const nonBlank = Math.max(1, lines.filter((line) => line.trim() !== "").length);
   for (const concept of concepts) {
-    const holding: number[] = [];
-    normalized.forEach((line, index) => {
-      if (concept.terms.some((term) => containsTerm(line, term))) holding.push(index);
-    });
+    const holding = linesHolding(normalized, concept.terms);
     if (holding.length === 0) continue;
     const weight =
       inverseDocumentFrequency(concept, statistics) *
