@@ -12,6 +12,7 @@ import {
   countSchema,
   fileRowSchema,
   headingSeparator,
+  rawChunkRow,
   scoreRowSchema,
   toFile,
   toStoredChunk,
@@ -127,7 +128,9 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
     recentTextSearch: db.prepare(
       "SELECT rowid, 0 AS score FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
     ),
-    chunksById: db.prepare(`SELECT ${chunkColumns} FROM chunks WHERE id IN (SELECT value FROM json_each(?))`),
+    chunksById: db
+      .prepare(`SELECT ${chunkColumns} FROM chunks WHERE id IN (SELECT value FROM json_each(?))`)
+      .raw(),
     pending: db.prepare(`SELECT ${chunkColumns} FROM chunks WHERE embedded = 0 ORDER BY id LIMIT ?`),
     chunkForVector: db.prepare("SELECT id FROM chunks WHERE chunk_id = ? AND hash = ?").pluck(),
     markEmbedded: db.prepare("UPDATE chunks SET embedded = 1 WHERE id = ?"),
@@ -265,8 +268,8 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
   const fetchChunks = (ids: readonly number[]): Map<number, StoredChunk> => {
     const byId = new Map<number, StoredChunk>();
     for (const row of statements.chunksById.all(JSON.stringify(ids))) {
-      const parsed = chunkRowSchema.parse(row);
-      byId.set(parsed.id, toStoredChunk(parsed));
+      const { rowid, chunk } = rawChunkRow(row);
+      byId.set(rowid, chunk);
     }
     return byId;
   };
