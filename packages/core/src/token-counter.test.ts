@@ -134,3 +134,66 @@ describe("token counter speed-up", () => {
     },
   );
 });
+
+describe("token counter over the compact rank table", () => {
+  const codePoints = (min: number, max: number, maxLength: number) =>
+    fc.array(fc.integer({ min, max }), { maxLength }).map((points) => String.fromCodePoint(...points));
+  const cjk = fc.oneof(
+    codePoints(0x4e00, 0x9fff, 12),
+    codePoints(0x3040, 0x30ff, 8),
+    codePoints(0xac00, 0xd7af, 8),
+  );
+  const emoji = fc.oneof(
+    codePoints(0x1f300, 0x1faff, 6),
+    fc.constantFrom("👩‍💻", "👍🏽", "🇯🇵", "❤️", "🏳️‍🌈", "1️⃣", "🧑🏿‍🤝‍🧑🏻"),
+  );
+  const whitespace = fc
+    .array(
+      fc.constantFrom(" ", "  ", "\t", "\n", "\r\n", "\r", "\u00a0", "\u3000", "\u2028", "\uFEFF", "\v"),
+      {
+        maxLength: 12,
+      },
+    )
+    .map((parts) => parts.join(""));
+  const code = fc.oneof(
+    fc.constantFrom(
+      "function f(a, b) {\n  return a + b;\n}\n",
+      "const x = { 'key': [1, 2, 3] };",
+      'if (x !== null) {\n\tconsole.log(x?.y ?? [], "\\u00e9");\n}',
+      "def main():\n    print('héllo')\n",
+      "SELECT * FROM t WHERE id = 42;",
+      '<div class="a">&nbsp;</div>',
+      "#!/usr/bin/env bash\nset -euo pipefail\n",
+      "// TODO: fix\n/* block */",
+      "0x7fffffff >>> 0 === 2147483647",
+      "\uFEFFusing System;\n",
+    ),
+    fc.string({ unit: "grapheme-ascii", maxLength: 30 }),
+  );
+  const text = fc
+    .array(fc.oneof(cjk, emoji, whitespace, code, fc.string({ unit: "binary", maxLength: 10 })), {
+      maxLength: 30,
+    })
+    .map((parts) => parts.join(""));
+
+  it.each(["o200k_base", "cl100k_base"] as const)(
+    "counts what gpt-tokenizer's countTokens counts (%s) on CJK, emoji, whitespace runs and code",
+    (encoding) => {
+      const counter = createTokenCounter(encoding);
+      const reference = encoding === "o200k_base" ? o200k.countTokens : cl100k.countTokens;
+      fc.assert(
+        fc.property(text, (value) => {
+          expect(counter.countText(value)).toBe(reference(value, { disallowedSpecial: new Set() }));
+        }),
+        { numRuns: 2000 },
+      );
+    },
+  );
+
+  it("counts a long piece (a 3,000-character run of CJK) as gpt-tokenizer does", () => {
+    const long = Array.from({ length: 3_000 }, (_, index) =>
+      String.fromCodePoint(0x4e00 + ((index * 7919) % 0x5200)),
+    ).join("");
+    expect(createTokenCounter().countText(long)).toBe(o200k.countTokens(long));
+  });
+});

@@ -1,8 +1,15 @@
-import { createRequire } from "node:module";
+import {
+  BPE_SPLIT_PATTERNS,
+  type BpeRankEncoding,
+  type BpeRankTable,
+  isWholeTokenAsGptTokenizer,
+  loadBpeRankTable,
+  rankAsGptTokenizer,
+} from "./bpe-rank-table.js";
 import type { ContentBlock, Message } from "./message.js";
 
-/** BPE encodings shipped with the tokenizer package (no download at run time). */
-export type TokenEncoding = "o200k_base" | "cl100k_base";
+/** BPE encodings whose rank tables are committed in packages/core/data (made from gpt-tokenizer's; no download). */
+export type TokenEncoding = BpeRankEncoding;
 
 /**
  * How a count was obtained. `bpe:*` is a real tokenizer; `estimate` is the labelled
@@ -31,104 +38,125 @@ const TOOL_CALL_FRAMING_TOKENS = 8;
 /** Images are billed by tiles server-side; 765 is OpenAI's cost of a 1024×1024 `high` image, 85 of `low`. */
 const IMAGE_TOKENS = { low: 85, other: 765 } as const;
 
-const NO_SPECIAL_TOKENS = { disallowedSpecial: new Set<string>() };
-
 type TextCounter = (text: string) => number;
 
-type BpeEncoding = Pick<typeof import("gpt-tokenizer/encoding/o200k_base"), "countTokens">;
-
-// A BPE table takes 100-250 ms to load: it is loaded on the first count (synchronously, so counting stays a
-// plain function), not when this module is imported; start-up and the CLI's client commands never pay for it.
-const requireModule = createRequire(import.meta.url);
-
-/** The parts of gpt-tokenizer's BPE core that {@link cachingPieceCounter} uses (gpt-tokenizer 4). */
-interface BpeCore {
-  readonly tokenSplitRegex: RegExp;
-  getBpeRankFromString(piece: string): number | undefined;
-  getBpeRankFromBytes(bytes: Uint8Array): number | undefined;
-}
-
-function isBpeCore(value: unknown): value is BpeCore {
-  if (typeof value !== "object" || value === null) return false;
-  const core = value as Partial<Record<keyof BpeCore, unknown>>;
-  return (
-    core.tokenSplitRegex instanceof RegExp &&
-    core.tokenSplitRegex.global &&
-    typeof core.getBpeRankFromString === "function" &&
-    typeof core.getBpeRankFromBytes === "function"
-  );
-}
-
-/** Distinct pre-tokenized pieces (and byte sequences) remembered per encoding; cleared when full. */
+/** Distinct pre-tokenized pieces remembered per encoding; cleared when full. */
 const PIECE_CACHE_SIZE = 100_000;
 
+/** Ranks are below 2^31; a pair that is not a token ranks after every pair that is. */
+const NO_RANK = 0x7fffffff;
+
 /**
- * Tokens of one piece that is not a token itself: gpt-tokenizer's byte-pair merge (lowest rank
- * first, the leftmost on a tie), counting the parts instead of listing them. The ranks of byte
- * sequences are remembered: a piece seen once (a run of Chinese, a hash) is made of pairs seen often,
- * and the tokenizer's own lookup decodes and binary-searches every pair that is not whole UTF-8.
+ * Tokens of one piece: gpt-tokenizer's byte-pair merge (lowest rank first, the leftmost on a tie) over the
+ * piece's UTF-8, counting the parts instead of listing them, with the ranks looked up as gpt-tokenizer does
+ * ({@link rankAsGptTokenizer}). The piece is encoded here (lone surrogates as U+FFFD, as TextEncoder does) into
+ * buffers reused from piece to piece.
  */
-function createPieceMerger(core: BpeCore): (piece: string) => number {
-  const encoder = new TextEncoder();
-  const ranks = new Map<string, number>();
+function createPieceMerger(table: BpeRankTable): (piece: string) => number {
+  let bytes = new Uint8Array(1024);
+  let starts = new Int32Array(1024);
+  let ranks = new Int32Array(1024);
   return (piece) => {
-    const bytes = encoder.encode(piece);
-    // As many bytes as characters: ASCII, whose every byte range is itself a string of the rank table.
-    const ascii = bytes.length === piece.length;
-    // One character per byte, so a byte range is a substring: a cheap key for `ranks`.
-    const keys = ascii
-      ? piece
-      : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
-    const starts: number[] = [];
-    const pairRanks: number[] = [];
-    const rankAt = (index: number): number => {
-      const start = starts[index];
-      const end = starts[index + 2];
-      if (start === undefined || end === undefined) return Number.POSITIVE_INFINITY;
-      const key = keys.slice(start, end);
-      let rank = ranks.get(key);
-      if (rank === undefined) {
-        rank =
-          (ascii ? core.getBpeRankFromString(key) : core.getBpeRankFromBytes(bytes.subarray(start, end))) ??
-          Number.POSITIVE_INFINITY;
-        if (ranks.size >= PIECE_CACHE_SIZE) ranks.clear();
-        ranks.set(key, rank);
-      }
-      return rank;
-    };
-    for (let index = 0; index <= bytes.length; index += 1) starts.push(index);
-    for (let index = 0; index <= bytes.length; index += 1) pairRanks.push(rankAt(index));
-    while (starts.length > 1) {
-      let lowestRank = Number.POSITIVE_INFINITY;
-      let lowest = -1;
-      for (let index = 0; index < pairRanks.length - 1; index += 1) {
-        const rank = pairRanks[index]!;
-        if (rank < lowestRank) {
-          lowestRank = rank;
-          lowest = index;
-        }
-      }
-      if (lowest === -1) break;
-      starts.splice(lowest + 1, 1);
-      pairRanks.splice(lowest, 1);
-      pairRanks[lowest] = rankAt(lowest);
-      if (lowest > 0) pairRanks[lowest - 1] = rankAt(lowest - 1);
+    if (piece.length * 3 + 1 > bytes.length) {
+      bytes = new Uint8Array(piece.length * 3 + 1);
+      starts = new Int32Array(piece.length * 3 + 1);
+      ranks = new Int32Array(piece.length * 3 + 1);
     }
-    return starts.length - 1;
+    let length = 0;
+    let wellFormed = true;
+    for (let index = 0; index < piece.length; index += 1) {
+      let code = piece.charCodeAt(index);
+      if (code < 0x80) {
+        bytes[length++] = code;
+        continue;
+      }
+      if (code < 0x800) {
+        bytes[length++] = 0xc0 | (code >> 6);
+        bytes[length++] = 0x80 | (code & 0x3f);
+        continue;
+      }
+      if (code >= 0xd800 && code <= 0xdfff) {
+        const low = code <= 0xdbff ? piece.charCodeAt(index + 1) : Number.NaN;
+        if (low >= 0xdc00 && low <= 0xdfff) {
+          code = 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00);
+          index += 1;
+          bytes[length++] = 0xf0 | (code >> 18);
+          bytes[length++] = 0x80 | ((code >> 12) & 0x3f);
+          bytes[length++] = 0x80 | ((code >> 6) & 0x3f);
+          bytes[length++] = 0x80 | (code & 0x3f);
+          continue;
+        }
+        wellFormed = false;
+        code = 0xfffd;
+      }
+      bytes[length++] = 0xe0 | (code >> 12);
+      bytes[length++] = 0x80 | ((code >> 6) & 0x3f);
+      bytes[length++] = 0x80 | (code & 0x3f);
+    }
+    if (isWholeTokenAsGptTokenizer(table, bytes, length, wellFormed)) return 1;
+    return mergedParts(table, bytes, length, starts, ranks);
   };
 }
 
+/** The rank of parts `index` and `index + 1` of `parts` together, or {@link NO_RANK}. */
+function pairRank(
+  table: BpeRankTable,
+  bytes: Uint8Array,
+  length: number,
+  starts: Int32Array,
+  parts: number,
+  index: number,
+): number {
+  if (index + 2 > parts) return NO_RANK;
+  const rank = rankAsGptTokenizer(table, bytes, starts[index]!, starts[index + 2]!, length);
+  return rank === -1 ? NO_RANK : rank;
+}
+
 /**
- * The tokenizer's own count with no special tokens (split the text with the encoding's pattern, then
- * byte-pair encode each piece), with the tokens of each piece remembered: memory text repeats its
- * words, and indexing counts every line. gpt-tokenizer's `countTokens` spends most of its time on its
- * rank table and an LRU merge cache per piece; a plain map of piece counts is several times faster
- * and gives the same numbers (token-counter.test.ts compares both on random text).
+ * How many parts the merge leaves of `bytes[0, length)`: parts are `bytes[starts[i], starts[i + 1])`, and
+ * `ranks[i]` is the rank of parts i and i + 1 together (the arrays are scratch, at least `length + 1` long).
  */
-function cachingPieceCounter(core: BpeCore): TextCounter {
-  const splitter = new RegExp(core.tokenSplitRegex.source, core.tokenSplitRegex.flags);
+function mergedParts(
+  table: BpeRankTable,
+  bytes: Uint8Array,
+  length: number,
+  starts: Int32Array,
+  ranks: Int32Array,
+): number {
+  let parts = length;
+  for (let index = 0; index <= length; index += 1) starts[index] = index;
+  for (let index = 0; index < length; index += 1)
+    ranks[index] = pairRank(table, bytes, length, starts, parts, index);
+  while (parts > 1) {
+    let lowestRank = NO_RANK;
+    let lowest = -1;
+    for (let index = 0; index < parts - 1; index += 1) {
+      const rank = ranks[index]!;
+      if (rank < lowestRank) {
+        lowestRank = rank;
+        lowest = index;
+      }
+    }
+    if (lowest === -1) break;
+    starts.copyWithin(lowest + 1, lowest + 2, parts + 1);
+    ranks.copyWithin(lowest, lowest + 1, parts);
+    parts -= 1;
+    ranks[lowest] = pairRank(table, bytes, length, starts, parts, lowest);
+    if (lowest > 0) ranks[lowest - 1] = pairRank(table, bytes, length, starts, parts, lowest - 1);
+  }
+  return parts;
+}
+
+/**
+ * gpt-tokenizer's count with no special tokens (split the text with the encoding's pattern, then byte-pair
+ * encode each piece), over our compact rank table instead of its own (see bpe-rank-table.ts), with the tokens
+ * of each piece remembered: memory text repeats its words, and indexing counts every line. The same numbers as
+ * its `countTokens` (token-counter.test.ts compares both on random text).
+ */
+function cachingPieceCounter(table: BpeRankTable, splitPattern: string): TextCounter {
+  const splitter = new RegExp(splitPattern, "gu");
   const pieceTokens = new Map<string, number>();
-  const merge = createPieceMerger(core);
+  const merge = createPieceMerger(table);
   return (text) => {
     let tokens = 0;
     splitter.lastIndex = 0;
@@ -140,7 +168,7 @@ function cachingPieceCounter(core: BpeCore): TextCounter {
       }
       let count = pieceTokens.get(piece);
       if (count === undefined) {
-        count = core.getBpeRankFromString(piece) === undefined ? merge(piece) : 1;
+        count = merge(piece);
         if (pieceTokens.size >= PIECE_CACHE_SIZE) pieceTokens.clear();
         pieceTokens.set(piece, count);
       }
@@ -150,28 +178,20 @@ function cachingPieceCounter(core: BpeCore): TextCounter {
   };
 }
 
-const loadedEncodings: Partial<Record<TokenEncoding, BpeEncoding>> = {};
-function loadEncoding(encoding: TokenEncoding): BpeEncoding {
-  loadedEncodings[encoding] ??= requireModule(`gpt-tokenizer/cjs/encoding/${encoding}`) as BpeEncoding;
-  return loadedEncodings[encoding];
-}
-
+// The rank table is read on the first count (synchronously, so counting stays a plain function), not when this
+// module is imported; start-up and the CLI's client commands never pay for it.
+// Why our own table and merge beside gpt-tokenizer (measured 2026-12-03, Node 20, 2 cores at load 2.8-3.4, each
+// a fresh `node --import tsx` process): the first count costs +3-5 MB RSS and 28-68 ms (reading and indexing
+// o200k's file: 20-29 ms; cl100k 5-7 ms), where gpt-tokenizer's table cost +56-71 MB RSS (19.6 MB of heap left
+// after a GC, against 5.3 MB + 4.3 MB of array buffers) and 232-325 ms. `almanac start` from dist/ idles at
+// 135 MB instead of 184 MB after its first index build (bench/server-process.ts). The first count of 30,000
+// distinct lines of words, hashes and CJK: median 404-439 ms against 840-979 ms (6 interleaved rounds in one
+// process); a 20,000-character run of CJK (one piece, a quadratic merge) 1.85-1.9 s against 1.97-2.5 s.
+// Counting a piece seen before is the same code as before (bench/token-count.ts: within its noise).
 function bpeCounter(encoding: TokenEncoding): TextCounter {
   let counter: TextCounter | undefined;
   return (text) => {
-    if (counter === undefined) {
-      const loaded = loadEncoding(encoding);
-      // The module's default export is the encoding object that holds the BPE core.
-      const instance: unknown = (loaded as { default?: unknown }).default;
-      const core =
-        typeof instance === "object" && instance !== null && "bytePairEncodingCoreProcessor" in instance
-          ? instance.bytePairEncodingCoreProcessor
-          : undefined;
-      // Another tokenizer version without this core keeps the (slower) public count.
-      counter = isBpeCore(core)
-        ? cachingPieceCounter(core)
-        : (value) => loaded.countTokens(value, NO_SPECIAL_TOKENS);
-    }
+    counter ??= cachingPieceCounter(loadBpeRankTable(encoding), BPE_SPLIT_PATTERNS[encoding]);
     return counter(text);
   };
 }
