@@ -94,7 +94,9 @@ function createPieceMerger(table: BpeRankTable): (piece: string) => number {
       bytes[length++] = 0x80 | (code & 0x3f);
     }
     if (isWholeTokenAsGptTokenizer(table, bytes, length, wellFormed)) return 1;
-    return mergedParts(table, bytes, length, starts, ranks);
+    return length <= LONG_PIECE_BYTES || length >= HEAP_POSITIONS
+      ? mergedParts(table, bytes, length, starts, ranks)
+      : mergedPartsByHeap(table, bytes, length);
   };
 }
 
@@ -148,6 +150,79 @@ function mergedParts(
 }
 
 /**
+ * Above this many bytes a piece is merged with a heap ({@link mergedPartsByHeap}): the scan for the lowest pair
+ * makes the merge quadratic (a 20,000-character run of CJK, one piece, took ~1.9 s).
+ */
+const LONG_PIECE_BYTES = 256;
+/** Heap keys are `rank * HEAP_POSITIONS + position`, exact in a double while ranks stay below 2^31. */
+const HEAP_POSITIONS = 2 ** 22;
+
+/**
+ * The same merge as {@link mergedParts} in O(n log n): the pairs in a binary heap keyed by (rank, position),
+ * the parts as a linked list, an entry dropped when popped if its pair's rank has changed since (a rank is one
+ * byte string, so the same rank at the same start is the same pair). The lowest key is the lowest rank, the
+ * leftmost on a tie: the pair the scan picks.
+ */
+function mergedPartsByHeap(table: BpeRankTable, bytes: Uint8Array, length: number): number {
+  // The part starting at byte i ends at next[i] and follows prev[i]; pairRanks[i] is its pair's rank.
+  const next = new Int32Array(length);
+  const prev = new Int32Array(length);
+  const pairRanks = new Int32Array(length);
+  // Every merge pushes at most two pairs.
+  const heap = new Float64Array(3 * length);
+  let heapSize = 0;
+  const push = (key: number): void => {
+    let at = heapSize++;
+    while (at > 0) {
+      const parent = (at - 1) >> 1;
+      if (heap[parent]! <= key) break;
+      heap[at] = heap[parent]!;
+      at = parent;
+    }
+    heap[at] = key;
+  };
+  const pop = (): number => {
+    const top = heap[0]!;
+    const last = heap[--heapSize]!;
+    let at = 0;
+    for (let child = 1; child < heapSize; child = 2 * at + 1) {
+      if (child + 1 < heapSize && heap[child + 1]! < heap[child]!) child += 1;
+      if (heap[child]! >= last) break;
+      heap[at] = heap[child]!;
+      at = child;
+    }
+    heap[at] = last;
+    return top;
+  };
+  const rankPair = (start: number): void => {
+    const end = next[start]!;
+    const rank = end >= length ? -1 : rankAsGptTokenizer(table, bytes, start, next[end]!, length);
+    pairRanks[start] = rank === -1 ? NO_RANK : rank;
+    if (rank !== -1) push(rank * HEAP_POSITIONS + start);
+  };
+  for (let start = 0; start < length; start += 1) {
+    next[start] = start + 1;
+    prev[start] = start - 1;
+  }
+  for (let start = 0; start < length; start += 1) rankPair(start);
+  let parts = length;
+  while (heapSize > 0) {
+    const key = pop();
+    const rank = Math.floor(key / HEAP_POSITIONS);
+    const start = key - rank * HEAP_POSITIONS;
+    if (pairRanks[start] !== rank) continue;
+    const merged = next[start]!;
+    next[start] = next[merged]!;
+    if (next[start]! < length) prev[next[start]!] = start;
+    pairRanks[merged] = NO_RANK;
+    parts -= 1;
+    rankPair(start);
+    if (start > 0) rankPair(prev[start]!);
+  }
+  return parts;
+}
+
+/**
  * gpt-tokenizer's count with no special tokens (split the text with the encoding's pattern, then byte-pair
  * encode each piece), over our compact rank table instead of its own (see bpe-rank-table.ts), with the tokens
  * of each piece remembered: memory text repeats its words, and indexing counts every line. The same numbers as
@@ -186,7 +261,8 @@ function cachingPieceCounter(table: BpeRankTable, splitPattern: string): TextCou
 // after a GC, against 5.3 MB + 4.3 MB of array buffers) and 232-325 ms. `almanac start` from dist/ idles at
 // 135 MB instead of 184 MB after its first index build (bench/server-process.ts). The first count of 30,000
 // distinct lines of words, hashes and CJK: median 404-439 ms against 840-979 ms (6 interleaved rounds in one
-// process); a 20,000-character run of CJK (one piece, a quadratic merge) 1.85-1.9 s against 1.97-2.5 s.
+// process, load 2-3.4); a 20,000-character run of CJK (one piece) 41-65 ms with the heap merge against
+// 1.8-2.5 s (gpt-tokenizer's own count of it: 1.7 s).
 // Counting a piece seen before is the same code as before (bench/token-count.ts: within its noise).
 function bpeCounter(encoding: TokenEncoding): TextCounter {
   let counter: TextCounter | undefined;
