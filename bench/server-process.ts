@@ -102,7 +102,9 @@ async function main(): Promise<void> {
     ALMANAC_SESSION_QUEUE_LIMIT: "100",
     ALMANAC_SESSION_IDLE_UNLOAD_MS: "3600000",
     // Passed through for experiments with libuv's thread pool (file system calls, fsync, DNS).
-    ...(process.env.UV_THREADPOOL_SIZE === undefined ? {} : { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE }),
+    ...(process.env.UV_THREADPOOL_SIZE === undefined
+      ? {}
+      : { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE }),
   };
   let server = await startAlmanac(runnerArgs, env);
   if (values.restart) {
