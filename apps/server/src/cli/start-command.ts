@@ -1,4 +1,5 @@
 import { isAlmanacError } from "@almanac/core";
+import { startIdleCollector } from "../idle-gc.js";
 import { type ServerHandle, startServer } from "../server.js";
 import { type CliContext, EXIT, writeLine } from "./cli-context.js";
 
@@ -20,6 +21,8 @@ export async function startCommand(context: CliContext): Promise<number> {
     }
     throw error;
   }
+  // The process is ours alone here (not in tests that start a server in-process): give memory back when idle.
+  const stopCollector = startIdleCollector({ logger: server.app.log });
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: string) => {
@@ -29,6 +32,7 @@ export async function startCommand(context: CliContext): Promise<number> {
         return;
       }
       stopping = true;
+      stopCollector();
       server.close().then(
         () => resolve(EXIT.ok),
         (error: unknown) => {
