@@ -14,7 +14,7 @@ import {
 import { searchableText } from "./hybrid-score.js";
 import { memorySource } from "./memory-source.js";
 import { type MemoryWatcher, watchMemoryFiles } from "./memory-watcher.js";
-import { analyzeText } from "./text-analysis.js";
+import { analyzeChunkText } from "./text-analysis.js";
 import type { FileUpsert, IndexChunk, MemoryIndexBackend } from "./types.js";
 
 /** Options of {@link createMemoryIndexer}. */
@@ -215,10 +215,10 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
   ): Promise<PreparedUpsert> {
     const { stats, bytes, hash } = change;
     const chunks: IndexChunk[] = chunkMarkdown(relative, bytes.toString("utf8"), options.chunking).map(
-      (chunk) => ({
-        ...chunk,
-        terms: analyzeText(searchableText(chunk)),
-      }),
+      (chunk) => {
+        const { terms, length } = analyzeChunkText(searchableText(chunk));
+        return { ...chunk, terms, textLength: length };
+      },
     );
     const cached = await cachedVectorsFor(chunks);
     const file = {

@@ -231,7 +231,7 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
         file.source,
         file.mtimeMs,
         0,
-        scoringLength(chunk),
+        chunk.textLength ?? scoringLength(chunk),
       );
       const rowid = Number(lastInsertRowid);
       statements.insertFts.run(rowid, chunk.terms.join(" "));

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  analyzeChunkText,
   analyzeQuery,
   analyzeText,
   analyzeTextByPattern,
@@ -136,6 +137,28 @@ describe("analyzeText's ASCII fast path", () => {
         expect(analyzeText(text)).toEqual(analyzeTextByPattern(text));
       }),
       { numRuns: 1000 },
+    );
+  });
+
+  it("measures the length scoring would measure, in the same pass (analyzeChunkText)", () => {
+    const expected = (text: string) => ({
+      terms: analyzeTextByPattern(text),
+      length: textLength(normalizeForMatching(text)),
+    });
+    fc.assert(
+      fc.property(mixed, (text) => {
+        expect(analyzeChunkText(text)).toEqual(expected(text));
+      }),
+      { numRuns: 2000 },
+    );
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", maxLength: 80 }), (text) => {
+        expect(analyzeChunkText(text)).toEqual(expected(text));
+      }),
+      { numRuns: 1000 },
+    );
+    expect(analyzeChunkText("memory/2025-01-02.md\nDon't miss OPS-4821, 项目 a--b").length).toBe(
+      textLength(normalizeForMatching("memory/2025-01-02.md\nDon't miss OPS-4821, 项目 a--b")),
     );
   });
 
@@ -305,6 +328,8 @@ describe("textLength", () => {
       "abc中文 def",
       "café naïve",
       "😀 x",
+      "ꀀ㋐",
+      "a⺀b",
     ]) {
       expect(textLength(text)).toBe(byPattern(text));
     }

@@ -137,25 +137,44 @@ export interface AnalyzeOptions {
 
 /** Index terms of a text, in order, with repeats (term frequency counts in BM25). */
 export function analyzeText(text: string, options: AnalyzeOptions = {}): string[] {
-  const withWords = options.segmentCjk ?? true;
+  return analyze(text, options.segmentCjk ?? true, undefined);
+}
+
+/**
+ * {@link analyzeText}'s terms and the text's length as scoring counts it (`textLength` of the normalised text),
+ * in the same pass: the indexer stores both, and counting words separately was a fifth of the SQLite write.
+ */
+export function analyzeChunkText(text: string): { readonly terms: string[]; readonly length: number } {
+  const length = { words: 0 };
+  const terms = analyze(text, true, length);
+  return { terms, length: length.words };
+}
+
+/** Counted words, when the caller wants the length too. */
+interface WordCount {
+  words: number;
+}
+
+function analyze(text: string, withWords: boolean, count: WordCount | undefined): string[] {
   const terms: string[] = [];
   const longRuns: string[] = [];
   // ASCII stretches are scanned by character code; a stretch holding any other character (from the
   // whitespace before it to the whitespace after it) goes through the token pattern. Cutting only at
   // ASCII whitespace keeps the result identical to the pattern on the whole text: no token spans it,
-  // NFKC composes nothing with it and it ends the final-sigma context of `toLowerCase`.
+  // NFKC composes nothing with it and it ends the final-sigma context of `toLowerCase`. Nor does a word
+  // of `textLength` span it, so the lengths of the stretches add up to the whole's.
   const end = text.length;
   let start = 0;
   while (start < end) {
     nonAscii.lastIndex = start;
     const found = nonAscii.exec(text);
     if (found === null) {
-      analyzeAscii(text, start, end, terms);
+      analyzeAscii(text, start, end, terms, count);
       break;
     }
     let from = found.index;
     while (from > start && !isAsciiSpace(text.charCodeAt(from - 1))) from -= 1;
-    if (from > start) analyzeAscii(text, start, from, terms);
+    if (from > start) analyzeAscii(text, start, from, terms, count);
     // The stretch for the pattern ends at a whitespace at least `asciiResume` characters before the next
     // non-ASCII character: short ASCII gaps between Chinese phrases are not worth a switch.
     let to = found.index + 1;
@@ -167,7 +186,7 @@ export function analyzeText(text: string, options: AnalyzeOptions = {}): string[
       if (next === null || next.index - to >= asciiResume) break;
       to = next.index + 1;
     }
-    analyzeByPattern(text.slice(from, to), terms, longRuns, withWords);
+    analyzeByPattern(text.slice(from, to), terms, longRuns, withWords, count);
     start = to;
   }
   if (withWords) pushLongCjkWords(terms, longRuns);
@@ -182,7 +201,7 @@ export function analyzeTextByPattern(text: string, options: AnalyzeOptions = {})
   const withWords = options.segmentCjk ?? true;
   const terms: string[] = [];
   const longRuns: string[] = [];
-  analyzeByPattern(text, terms, longRuns, withWords);
+  analyzeByPattern(text, terms, longRuns, withWords, undefined);
   if (withWords) pushLongCjkWords(terms, longRuns);
   return terms;
 }
@@ -197,9 +216,17 @@ function isAsciiSpace(code: number): boolean {
   return code === 32 || code === 10 || code === 9 || code === 13;
 }
 
-function analyzeByPattern(text: string, terms: string[], longRuns: string[], withWords: boolean): void {
+function analyzeByPattern(
+  text: string,
+  terms: string[],
+  longRuns: string[],
+  withWords: boolean,
+  count: WordCount | undefined,
+): void {
   // Lower-cased once up front: the per-word work below is what dominates indexing time.
-  for (const match of text.normalize("NFKC").toLowerCase().matchAll(tokenPattern)) {
+  const normalized = text.normalize("NFKC").toLowerCase();
+  if (count !== undefined) count.words += textLength(normalized);
+  for (const match of normalized.matchAll(tokenPattern)) {
     const [whole, cjk, spaceless] = match;
     if (cjk !== undefined) {
       pushCjk(terms, cjk);
@@ -228,7 +255,13 @@ for (const character of IDENTIFIER_JOINERS) joinerCodes[character.charCodeAt(0)]
  * The token pattern's work on `text[start, end)`, which is all ASCII: a token is a word (`[a-z0-9]+`, with
  * inner apostrophes) followed by any number of joiner runs each followed by a word; NFKC changes no ASCII.
  */
-function analyzeAscii(text: string, start: number, end: number, terms: string[]): void {
+function analyzeAscii(
+  text: string,
+  start: number,
+  end: number,
+  terms: string[],
+  count: WordCount | undefined,
+): void {
   const lower = text.slice(start, end).toLowerCase();
   const length = lower.length;
   let index = 0;
@@ -238,6 +271,8 @@ function analyzeAscii(text: string, start: number, end: number, terms: string[])
       continue;
     }
     const tokenStart = index;
+    // Runs of `[a-z0-9]` are `textLength`'s words: one starts here and after each apostrophe or joiner run.
+    let runs = 1;
     let joined = false;
     let apostrophe = false;
     for (;;) {
@@ -248,6 +283,7 @@ function analyzeAscii(text: string, start: number, end: number, terms: string[])
         // `'` continues the word only when a word character follows.
         if (index + 1 < length && isAsciiWordCode(lower.charCodeAt(index + 1))) {
           apostrophe = true;
+          runs += 1;
           index += 2;
           continue;
         }
@@ -258,12 +294,14 @@ function analyzeAscii(text: string, start: number, end: number, terms: string[])
         while (after < length && joinerCodes[lower.charCodeAt(after)] === 1) after += 1;
         if (after < length && isAsciiWordCode(lower.charCodeAt(after))) {
           joined = true;
+          runs += 1;
           index = after + 1;
           continue;
         }
       }
       break;
     }
+    if (count !== undefined) count.words += runs;
     const token = lower.slice(tokenStart, index);
     if (joined) {
       terms.push(...identifierTerms(token));
@@ -479,6 +517,8 @@ export function textLength(normalized: string): number {
     index += character.length;
     if (inWord) {
       inWord = wordCharacterTest.test(character);
+      // A CJK-script character that is no letter (㋐, ⺀) ends the word and counts on its own, as in the pattern.
+      if (!inWord && cjkTest.test(character)) length += 1;
     } else if (cjkTest.test(character)) {
       length += 1;
     } else if (wordCharacterTest.test(character)) {

@@ -30,6 +30,8 @@ export interface MemoryChunk {
 export interface IndexChunk extends MemoryChunk {
   /** Index terms in text order, with repeats (term frequency matters). */
   readonly terms: readonly string[];
+  /** Its scoring length (`scoringLength`), when the caller measured it already; backends measure it otherwise. */
+  readonly textLength?: number;
 }
 
 /** What the index remembers about a file, to sync incrementally. */
