@@ -134,6 +134,26 @@ describe("buildApp", () => {
     expect(webhookRoutes(app)).toEqual([]);
   });
 
+  it("logs one line per answered request, probes and scrapes at debug, with the query's values redacted", async () => {
+    const lines: string[] = [];
+    app = await build(lines, { ALMANAC_LOG_LEVEL: "info" });
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    await app.inject({ method: "GET", url: "/healthz" });
+    await app.inject({ method: "GET", url: "/metrics", headers: auth });
+    await app.inject({ method: "GET", url: "/api/memory/search?q=secret-words", headers: auth });
+    const requests = lines.map((line) => JSON.parse(line)).filter((entry) => entry.req !== undefined);
+    expect(requests).toEqual([
+      expect.objectContaining({
+        level: 30,
+        msg: "request completed",
+        req: expect.objectContaining({ method: "GET", url: "/api/memory/search?q=[redacted]" }),
+        res: { statusCode: 200 },
+        responseTime: expect.any(Number),
+      }),
+    ]);
+    expect(lines.join("")).not.toContain("incoming request");
+  });
+
   it("registers every plugin after the plugins it declares as dependencies", () => {
     const registered: string[] = [PLUGIN.config];
     for (const plugin of ALMANAC_PLUGINS) {

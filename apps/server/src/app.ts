@@ -94,6 +94,8 @@ export async function buildApp(
     const shutdown = createShutdownState(config.shutdown.deadlineMs);
     app = Fastify({
       loggerInstance: logger as FastifyBaseLogger,
+      // One line per request, written when it is answered (http-plugin.ts), instead of fastify's two.
+      disableRequestLogging: true,
       bodyLimit: config.server.bodyLimitBytes,
       // Our own onRequest hook answers 503 in the documented shape from the moment shutdown begins.
       return503OnClosing: false,

@@ -11,6 +11,9 @@ declare module "fastify" {
   }
 }
 
+/** Routes polled by machines, logged at debug. */
+const QUIET_ROUTES: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/metrics"]);
+
 /**
  * What every route shares: deny-by-default bearer auth, the one error handler, the JSON parser, the OpenAPI
  * document, and the shutdown gate. Registered before any route, so every route is in the table and behind
@@ -50,6 +53,20 @@ export const httpPlugin = fp(
         schema: route.config?.public === true ? { ...schema, security: [] } : schema,
         url: url.endsWith("*") ? `${url.slice(0, -1)}:path` : url,
       }),
+    });
+    // One line per request when it is answered: method, path (query values redacted by the serializer), status,
+    // time. Probes and scrapes (health, readiness, metrics: every few seconds from Docker or Prometheus) go at
+    // debug, so an info log shows what people and platforms did.
+    app.addHook("onResponse", async (request, reply) => {
+      const level = QUIET_ROUTES.has(request.routeOptions.url ?? "") ? "debug" : "info";
+      request.log[level](
+        {
+          req: request,
+          res: { statusCode: reply.statusCode },
+          responseTime: Math.round(reply.elapsedTime * 10) / 10,
+        },
+        "request completed",
+      );
     });
     app.addHook("onRequest", async (_request, reply) => {
       if (app.shutdown.isShuttingDown()) {
