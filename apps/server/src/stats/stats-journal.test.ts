@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { silentLogger } from "@almanac/core";
@@ -38,6 +38,27 @@ describe("stats journal", () => {
       },
       { date: "2026-01-09", models: {} },
       { date: "2026-01-10", models: { big: { promptTokens: 100, completionTokens: 10, calls: 1 } } },
+    ]);
+  });
+
+  it("writes records made together in one append each file, in order, and makes a removed folder again", async () => {
+    const now = { value: Date.UTC(2026, 0, 10, 12) };
+    const journal = await journalAt(now);
+    for (let call = 1; call <= 50; call += 1)
+      journal.recordUsage("big", { promptTokens: call, completionTokens: 1 });
+    await journal.flush();
+    const file = join(dir as string, "usage-2026-01-10.jsonl");
+    const lines = (await readFile(file, "utf8")).trimEnd().split("\n");
+    expect(lines.map((line) => JSON.parse(line).promptTokens)).toEqual(
+      Array.from({ length: 50 }, (_, index) => index + 1),
+    );
+    await rm(dir as string, { recursive: true, force: true });
+    journal.recordUsage("big", { promptTokens: 7, completionTokens: 1 }); // fails: the folder is gone
+    await journal.flush();
+    journal.recordUsage("big", { promptTokens: 8, completionTokens: 1 });
+    await journal.flush();
+    expect(await journal.usageByDay(1)).toEqual([
+      { date: "2026-01-10", models: { big: { promptTokens: 8, completionTokens: 1, calls: 1 } } },
     ]);
   });
 

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { mkdir, open, readdir } from "node:fs/promises";
-import { join } from "node:path";
+import { appendFile, mkdir, readdir } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import type { Logger } from "@almanac/core";
 import { localDateOf } from "@almanac/memory-files";
 import { z } from "zod";
@@ -164,22 +164,36 @@ export function createStatsJournal(options: StatsJournalOptions): StatsJournal {
   const clock = options.clock ?? Date.now;
   const memoryFile = join(dir, "memory-samples.jsonl");
   const usageFile = (date: string) => join(dir, `usage-${date}.jsonl`);
-  // One chain of writes for the whole journal: appends land in the order they were made.
+  // One chain of writes for the whole journal: appends land in the order they were made. Lines for a file whose
+  // write is already scheduled join it, so a busy server writes each file once per round rather than once per
+  // record. Not fsynced: a statistics point needs to survive a crash of the process (the kernel has the write),
+  // not a power cut; syncing cost two fdatasyncs and ten file-system calls a turn for chart points
+  // (bench/server-process.ts, 2026-12-03).
   let writes: Promise<void> = Promise.resolve();
+  const pending = new Map<string, string[]>();
+  const madeFolders = new Set<string>();
 
   const append = (file: string, record: object): Promise<void> => {
     const line = `${JSON.stringify(record)}\n`;
+    const queued = pending.get(file);
+    if (queued !== undefined) {
+      queued.push(line);
+      return writes;
+    }
+    pending.set(file, [line]);
     writes = writes.then(async () => {
+      const lines = pending.get(file) ?? [];
+      pending.delete(file);
       try {
-        await mkdir(join(file, ".."), { recursive: true });
-        const handle = await open(file, "a");
-        try {
-          await handle.appendFile(line, "utf8");
-          await handle.datasync();
-        } finally {
-          await handle.close();
+        const folder = dirname(file);
+        if (!madeFolders.has(folder)) {
+          await mkdir(folder, { recursive: true });
+          madeFolders.add(folder);
         }
+        await appendFile(file, lines.join(""), "utf8");
       } catch (error) {
+        // A folder removed meanwhile is made again next time.
+        madeFolders.clear();
         logger.warn({ err: error, file }, "could not record a statistics point; the charts miss it");
       }
     });
