@@ -4,9 +4,10 @@
  * instantly) in a third process, and this process as the client over HTTP:
  *  1. resident memory (RSS, /proc) after start + `--idle-seconds` idle (default 30), and after one turn;
  *  2. `GET /api/memory/search` latency over HTTP (keep-alive, sequential), p50/p95;
- *  3. RSS with `--sessions` (default 1,000) loaded idle sessions (one turn each, 100 at a time), 2 s after and
+ *  3. one session, 300 sequential turns: latency beside the model's own, and the server's CPU per turn;
+ *  4. RSS with `--sessions` (default 1,000) loaded idle sessions (one turn each, 100 at a time), 2 s after and
  *     after `--idle-seconds` more;
- *  4. 100 concurrent sessions × 10 turns through `/v1/chat/completions`: latency p50/p99.
+ *  5. 100 concurrent sessions × 10 turns through `/v1/chat/completions`: latency p50/p99.
  * `--quick` stops after 2 (for comparing start-up memory); `--memory empty` starts with no memory files;
  * `--restart` measures a second start over the index the first one built (after `--idle-seconds`).
  *
@@ -158,6 +159,7 @@ async function main(): Promise<void> {
   note(`memory search over HTTP (${yearQueries.length} queries × 50, sequential): ${format(searches)}`);
   note(`RSS after the searches: ${memory(serverPid)}`);
 
+  if (!values.quick) await sequentialTurns();
   if (!values.quick) await loadSessions();
   note(
     `node ${process.version}, load average ${loadavg()
@@ -170,6 +172,34 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => model.on("exit", () => resolve()));
   await rm(home, { recursive: true, force: true });
   console.log(report.join("\n"));
+
+  /**
+   * One session, 300 turns one after another: latency beside the model's own (the same kind of request sent to it
+   * directly), and the server's CPU per turn (/proc), which the machine's other load disturbs least.
+   */
+  async function sequentialTurns(): Promise<void> {
+    const direct = async (): Promise<number> => {
+      const begin = performance.now();
+      const response = await fetch(`${modelURL}/chat/completions`, {
+        method: "POST",
+        headers: { authorization: "Bearer x", "content-type": "application/json" },
+        body: JSON.stringify({ model: "scripted-model", messages: [{ role: "user", content: "hello" }] }),
+      });
+      await response.json();
+      return performance.now() - begin;
+    };
+    for (let index = 0; index < 20; index += 1) await turn("sequential", `warm-up ${index}`);
+    const alone: number[] = [];
+    for (let index = 0; index < 300; index += 1) alone.push(await direct());
+    const cpuBefore = cpuMs(serverPid);
+    const from = process.hrtime.bigint() / 1000n;
+    const turns: number[] = [];
+    for (let index = 0; index < 300; index += 1) turns.push(await turn("sequential", `message ${index}`));
+    const cpuPerTurn = (cpuMs(serverPid) - cpuBefore) / turns.length;
+    note(
+      `1 session, 300 sequential turns: ${format(turns)}; the model alone ${format(alone)}; server CPU ${cpuPerTurn.toFixed(2)} ms a turn (monotonic µs ${from}–${process.hrtime.bigint() / 1000n})`,
+    );
+  }
 
   async function loadSessions(): Promise<void> {
     const rssBefore = rss(serverPid);
@@ -192,8 +222,8 @@ async function main(): Promise<void> {
     );
 
     const concurrent: number[] = [];
-    // The monotonic clock (µs) is the one a `--cpu-prof` of the server stamps its samples with: bench/cpu-profile.ts
-    // --from/--to reads only this phase.
+    // The monotonic clock (µs) is the one a `--cpu-prof` of the server stamps its samples with:
+    // `npx tsx bench/cpu-profile.ts <file> --from <µs> --to <µs>` reads only this phase.
     const concurrentFrom = process.hrtime.bigint() / 1000n;
     await Promise.all(
       Array.from({ length: 100 }, async (_, session) => {
