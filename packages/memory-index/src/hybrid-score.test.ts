@@ -1,8 +1,15 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { applyRecency, dailyLogDate, scoreHits, scoringLength } from "./hybrid-score.js";
+import {
+  applyRecency,
+  dailyLogDate,
+  isSpeakerAt,
+  normalizeCandidateText,
+  scoreHits,
+  scoringLength,
+} from "./hybrid-score.js";
 import { memorySource } from "./memory-source.js";
-import { analyzeQuery } from "./text-analysis.js";
+import { analyzeQuery, normalizeForMatching } from "./text-analysis.js";
 import type { BackendHit } from "./types.js";
 
 const now = Date.UTC(2025, 5, 1);
@@ -203,5 +210,64 @@ describe("scoreHits", () => {
         measured.map(({ chunk, ...rest }) => ({ path: chunk.path, ...rest })),
       );
     }
+  });
+});
+
+describe("normalizeCandidateText", () => {
+  it("is normalizeForMatching (ASCII only lower-cased, anything else through NFKC)", () => {
+    const pieces = fc.constantFrom(
+      "Deploy",
+      "ΣΑΣ",
+      "ﬁle",
+      "Ｆｕｌｌ",
+      "e\u0301",
+      "项目",
+      "\n",
+      " ",
+      "İ",
+      "ß",
+      "😀",
+      "\ud800",
+    );
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.string({ unit: "binary" }),
+          fc.array(pieces).map((parts) => parts.join("")),
+        ),
+        (text) => {
+          expect(normalizeCandidateText(text)).toBe(normalizeForMatching(text));
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+});
+
+describe("isSpeakerAt", () => {
+  /** What scoring checked before (line start found among all line starts, colon searched in a slice). */
+  function reference(text: string, offset: number): boolean {
+    const start = offset === 0 ? 0 : text.lastIndexOf("\n", offset - 1) + 1;
+    if (text[start] !== "-" || offset > start + 3) return false;
+    const next = text.indexOf("\n", start);
+    const end = next === -1 ? text.length : next + 1;
+    const colon = text.slice(start, Math.min(end, start + 40)).search(/[:：]/u);
+    return colon !== -1 && offset < start + colon;
+  }
+
+  it("says what the line-start search said, on random dialogue-like text", () => {
+    const piece = fc.constantFrom("-", " ", ":", "：", "\n", "Priya", "a", "- Tom: ", "x".repeat(30));
+    fc.assert(
+      fc.property(
+        fc.array(piece, { minLength: 1, maxLength: 30 }).map((parts) => parts.join("")),
+        fc.nat(),
+        (text, at) => {
+          const offset = at % text.length;
+          expect(isSpeakerAt(text, offset)).toBe(reference(text, offset));
+        },
+      ),
+      { numRuns: 5000 },
+    );
   });
 });

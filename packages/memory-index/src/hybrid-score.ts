@@ -53,6 +53,16 @@ export function searchableText(chunk: Pick<StoredChunk, "path" | "headings" | "t
 }
 
 /**
+ * `normalizeForMatching(text)`, with ASCII text only lower-cased: NFKC leaves ASCII as it is, but V8 still
+ * spends ~1.5 µs on 1.5 KB proving it, while `Buffer.byteLength` tells ASCII apart in ~0.2 µs (its UTF-8
+ * length equals its length only when every code unit is below 128). Scoring and snippets normalise every
+ * candidate of every query; on the year corpus (all ASCII) NFKC was ~50 of ~230 µs of scoring.
+ */
+export function normalizeCandidateText(text: string): string {
+  return Buffer.byteLength(text, "utf8") === text.length ? text.toLowerCase() : normalizeForMatching(text);
+}
+
+/**
  * Length of a chunk's searchable text in words (CJK characters one each), for BM25's length normalization.
  * Backends may store it at indexing time (SQLite does): measuring it is a pass over each candidate's text,
  * the largest share of scoring. Changing what it counts needs a new index schema version.
@@ -101,6 +111,29 @@ const offsetLimit = 400;
 const speakerFactor = 1.5;
 
 /**
+ * Whether the occurrence at `offset` is the speaker of a dialogue line (`- Priya: …`): the line starts with
+ * `-` at most 3 characters before it and has a colon after it within its first 40 characters.
+ */
+export function isSpeakerAt(text: string, offset: number): boolean {
+  let start = offset;
+  while (start > 0 && text.charCodeAt(start - 1) !== 10) {
+    if (offset - start === 3) return false;
+    start -= 1;
+  }
+  if (text.charCodeAt(start) !== 45) return false;
+  const limit = Math.min(text.length, start + 40);
+  for (let index = start; index < limit; index += 1) {
+    const code = text.charCodeAt(index);
+    if (code === 10) return false;
+    if (code === 58 || code === 0xff1a) return offset < index;
+  }
+  return false;
+}
+
+/** Per line, the weight of each concept it holds (line-major); reused by every call, grown when short. */
+let held = new Float64Array(1024);
+
+/**
  * The IDF weight of the query concepts found together on the chunk's best line. A chunk whose one line
  * holds the speaker's name and the topic beats a chunk dense with the name alone, which whole-chunk
  * BM25 cannot tell apart (bench:conversational in BENCHMARKS.md: ±1 line around it measured worse).
@@ -110,39 +143,40 @@ function bestLine(
   offsets: readonly (readonly (readonly number[])[])[],
   weights: readonly number[],
 ): number {
+  const conceptCount = offsets.length;
+  if (conceptCount === 1) {
+    // One concept: its best line is its heaviest occurrence, no lines needed.
+    let best = 0;
+    for (const found of offsets[0]!) {
+      for (const offset of found) {
+        const weight = weights[0]! * (isSpeakerAt(text, offset) ? speakerFactor : 1);
+        if (weight > best) best = weight;
+      }
+    }
+    return best;
+  }
   const lineStarts = [0];
   for (let index = text.indexOf("\n"); index !== -1; index = text.indexOf("\n", index + 1))
     lineStarts.push(index + 1);
-  const lineOf = (offset: number) => {
-    let low = 0;
-    let high = lineStarts.length - 1;
-    while (low < high) {
-      const middle = (low + high + 1) >> 1;
-      if (lineStarts[middle]! <= offset) low = middle;
-      else high = middle - 1;
-    }
-    return low;
-  };
-  const isSpeaker = (line: number, offset: number) => {
-    const start = lineStarts[line]!;
-    if (text[start] !== "-" || offset > start + 3) return false;
-    const end = lineStarts[line + 1] ?? text.length;
-    const colon = text.slice(start, Math.min(end, start + 40)).search(/[:：]/u);
-    return colon !== -1 && offset < start + colon;
-  };
-  // Per line, the weight of each concept it holds (line-major; summed in concept order).
-  const conceptCount = offsets.length;
-  const held = new Float64Array(lineStarts.length * conceptCount);
-  offsets.forEach((perTerm, concept) => {
-    for (const found of perTerm) {
+  const slots = lineStarts.length * conceptCount;
+  if (held.length < slots) held = new Float64Array(Math.max(slots, held.length * 2));
+  held.fill(0, 0, slots);
+  for (let concept = 0; concept < conceptCount; concept += 1) {
+    for (const found of offsets[concept]!) {
       for (const offset of found) {
-        const line = lineOf(offset);
-        const weight = weights[concept]! * (isSpeaker(line, offset) ? speakerFactor : 1);
-        const slot = line * conceptCount + concept;
+        let low = 0;
+        let high = lineStarts.length - 1;
+        while (low < high) {
+          const middle = (low + high + 1) >> 1;
+          if (lineStarts[middle]! <= offset) low = middle;
+          else high = middle - 1;
+        }
+        const weight = weights[concept]! * (isSpeakerAt(text, offset) ? speakerFactor : 1);
+        const slot = low * conceptCount + concept;
         if (weight > held[slot]!) held[slot] = weight;
       }
     }
-  });
+  }
   let best = 0;
   for (let line = 0; line < lineStarts.length; line += 1) {
     let sum = 0;
@@ -197,65 +231,88 @@ export function scoreHits(
   );
 
   const lineWeight = context.options?.lineWeight ?? 0.7;
-  const prepared = hits.map((hit) => {
-    const text = normalizeForMatching(searchableText(hit.chunk));
-    const offsets = concepts.map((concept) =>
-      concept.terms.map((term) => termOffsets(text, term, offsetLimit)),
-    );
-    const frequencies = offsets.map((perTerm) =>
-      Math.min(frequencyLimit, Math.max(...perTerm.map((found) => found.length))),
-    );
-    const line = lineWeight > 0 ? bestLine(text, offsets, weights) : 0;
-    return { hit, frequencies, line, length: hit.chunk.textLength ?? textLength(text) };
-  });
+  // Plain loops over the candidates: this runs for every candidate of every query.
+  const count = hits.length;
+  const frequencies = new Float64Array(count * concepts.length);
+  const lines = new Float64Array(count);
+  const lengths = new Float64Array(count);
+  let lengthSum = 0;
+  for (let at = 0; at < count; at += 1) {
+    const chunk = hits[at]!.chunk;
+    const text = normalizeCandidateText(searchableText(chunk));
+    const offsets: number[][][] = [];
+    for (let concept = 0; concept < concepts.length; concept += 1) {
+      const perTerm: number[][] = [];
+      let most = 0;
+      for (const term of concepts[concept]!.terms) {
+        const found = termOffsets(text, term, offsetLimit);
+        perTerm.push(found);
+        if (found.length > most) most = found.length;
+      }
+      offsets.push(perTerm);
+      frequencies[at * concepts.length + concept] = Math.min(frequencyLimit, most);
+    }
+    lines[at] = lineWeight > 0 ? bestLine(text, offsets, weights) : 0;
+    lengths[at] = chunk.textLength ?? textLength(text);
+    lengthSum += lengths[at]!;
+  }
   // Length is judged against the candidates' mean: chunks are bounded by the chunker, so it is stable.
-  const averageLength = Math.max(
-    1,
-    prepared.reduce((sum, entry) => sum + entry.length, 0) / Math.max(1, prepared.length),
-  );
-  const measured = prepared.map(({ hit, frequencies, line, length }) => {
+  const averageLength = Math.max(1, lengthSum / Math.max(1, count));
+  const bases = new Float64Array(count);
+  const coverages = new Float64Array(count);
+  const identifierShares = new Float64Array(count);
+  let useIdentifiers = false;
+  for (let at = 0; at < count; at += 1) {
+    const hit = hits[at]!;
     let covered = 0;
     let saturated = 0;
-    const lengthNorm = k1 * (1 - b + (b * length) / averageLength);
-    frequencies.forEach((frequency, index) => {
-      if (frequency === 0) return;
+    const lengthNorm = k1 * (1 - b + (b * lengths[at]!) / averageLength);
+    let identifiersHeld = 0;
+    for (let index = 0; index < concepts.length; index += 1) {
+      const frequency = frequencies[at * concepts.length + index]!;
+      if (frequency === 0) continue;
       covered += weights[index]!;
       saturated += (weights[index]! * frequency * (k1 + 1)) / (frequency + lengthNorm);
-    });
-    const coverage = totalWeight > 0 ? covered / totalWeight : 0;
+    }
+    for (const index of identifiers) if (frequencies[at * concepts.length + index]! > 0) identifiersHeld += 1;
+    coverages[at] = totalWeight > 0 ? covered / totalWeight : 0;
     // BM25 over the query's own weight: 1 when every concept appears once in a chunk of mean length.
     const relative = totalWeight > 0 ? saturated / totalWeight : 0;
     const chunkScore = 1 - Math.exp(-textSteepness * relative);
-    const lineScore = totalWeight > 0 ? line / totalWeight : 0;
+    const lineScore = totalWeight > 0 ? lines[at]! / totalWeight : 0;
     const textScore = (1 - lineWeight) * chunkScore + lineWeight * lineScore;
-    const identifierShare =
-      identifiers.length === 0
-        ? 0
-        : identifiers.filter((index) => frequencies[index]! > 0).length / identifiers.length;
-    const base =
+    identifierShares[at] = identifiers.length === 0 ? 0 : identifiersHeld / identifiers.length;
+    if (identifierShares[at]! > 0) useIdentifiers = true;
+    bases[at] =
       context.mode === "hybrid" && hit.vectorSimilarity !== undefined
         ? vectorWeight * Math.max(0, hit.vectorSimilarity) + (1 - vectorWeight) * textScore
         : textScore;
-    return { hit, base, coverage, identifierShare };
-  });
+  }
 
-  const useIdentifiers = measured.some((entry) => entry.identifierShare > 0);
-  const scored = measured.map(({ hit, base, coverage, identifierShare }): ScoredHit => {
+  const entries: { hit: ScoredHit; recency: number }[] = [];
+  for (let at = 0; at < count; at += 1) {
+    const chunk = hits[at]!.chunk;
+    const base = bases[at]!;
+    const identifierShare = identifierShares[at]!;
+    const coverage = coverages[at]!;
     let score = useIdentifiers ? (1 - identifierWeight) * base + identifierWeight * identifierShare : base;
-    const date = dailyLogDate(hit.chunk.path);
+    const date = dailyLogDate(chunk.path);
     if (date !== undefined && recencyWeight > 0) {
       score = applyRecency(score, (context.now - date) / dayMs, recencyWeight, halfLifeDays);
     }
     const exact = coverage >= 0.999 || (identifiers.length > 0 && identifierShare === 1);
-    return { chunk: hit.chunk, score: Math.min(1, Math.max(0, score)), coverage, exact };
-  });
+    entries.push({
+      hit: { chunk, score: Math.min(1, Math.max(0, score)), coverage, exact },
+      recency: date ?? chunk.updatedAt,
+    });
+  }
   // Exact ties (the boost is zero for a perfect score) go to the newer note.
-  const recency = (hit: ScoredHit) => dailyLogDate(hit.chunk.path) ?? hit.chunk.updatedAt;
-  return scored.sort(
+  entries.sort(
     (a, b) =>
-      b.score - a.score ||
-      recency(b) - recency(a) ||
-      a.chunk.path.localeCompare(b.chunk.path) ||
-      a.chunk.startLine - b.chunk.startLine,
+      b.hit.score - a.hit.score ||
+      b.recency - a.recency ||
+      a.hit.chunk.path.localeCompare(b.hit.chunk.path) ||
+      a.hit.chunk.startLine - b.hit.chunk.startLine,
   );
+  return entries.map((entry) => entry.hit);
 }

@@ -1,4 +1,5 @@
-import { type AnalyzedQuery, normalizeForMatching, type QueryConcept, termOffsets } from "./text-analysis.js";
+import { normalizeCandidateText } from "./hybrid-score.js";
+import { type AnalyzedQuery, type QueryConcept, termOffsets } from "./text-analysis.js";
 import type { TermStatistics } from "./types.js";
 
 /** What a search hit shows: a window of whole lines and the file lines it spans (1-based, inclusive). */
@@ -60,7 +61,7 @@ function lineWeights(
   statistics: TermStatistics | undefined,
 ): { weights: number[]; bestTerm: (line: number) => string | undefined } {
   // Normalised whole, not line by line: NFKC and lower-casing never make, remove or reach across a newline.
-  const normalized = normalizeForMatching(lines.join("\n"));
+  const normalized = normalizeCandidateText(lines.join("\n"));
   const content = query.concepts.filter((concept) => !concept.stopWord);
   const concepts = content.length > 0 ? content : query.concepts;
   const weights = lines.map(() => 0);
@@ -84,7 +85,7 @@ function lineWeights(
 /** Cuts one over-long line to `maxChars` code points around `term` (never inside a surrogate pair). */
 function cutLine(line: string, term: string | undefined, maxChars: number): string {
   const points = Array.from(line);
-  const at = term === undefined ? -1 : normalizeForMatching(line).indexOf(term);
+  const at = term === undefined ? -1 : normalizeCandidateText(line).indexOf(term);
   // Position in code points of the match (normalisation may shift it slightly; close is good enough).
   const matchPoint = at <= 0 ? 0 : Array.from(line.slice(0, at)).length;
   const start = Math.max(0, Math.min(points.length - maxChars, matchPoint - Math.floor(maxChars / 3)));
