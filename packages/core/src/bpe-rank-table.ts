@@ -99,7 +99,8 @@ export function parseBpeRankTable(file: Uint8Array): BpeRankTable {
 
 const BYTE_ORDER_MARK = [0xef, 0xbb, 0xbf] as const;
 
-function startsWithByteOrderMark(bytes: Uint8Array, start: number, end: number): boolean {
+/** Whether `bytes[start, end)` starts with U+FEFF's UTF-8 (which gpt-tokenizer's lookup drops). */
+export function startsWithByteOrderMark(bytes: Uint8Array, start: number, end: number): boolean {
   return (
     end - start >= 3 &&
     bytes[start] === BYTE_ORDER_MARK[0] &&

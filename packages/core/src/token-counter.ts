@@ -5,6 +5,7 @@ import {
   isWholeTokenAsGptTokenizer,
   loadBpeRankTable,
   rankAsGptTokenizer,
+  startsWithByteOrderMark,
 } from "./bpe-rank-table.js";
 import type { ContentBlock, Message } from "./message.js";
 
@@ -56,11 +57,14 @@ function createPieceMerger(table: BpeRankTable): (piece: string) => number {
   let bytes = new Uint8Array(1024);
   let starts = new Int32Array(1024);
   let ranks = new Int32Array(1024);
+  let ids = new Int32Array(1024);
+  const pairs = createPairRanks(table);
   return (piece) => {
     if (piece.length * 3 + 1 > bytes.length) {
       bytes = new Uint8Array(piece.length * 3 + 1);
       starts = new Int32Array(piece.length * 3 + 1);
       ranks = new Int32Array(piece.length * 3 + 1);
+      ids = new Int32Array(piece.length * 3 + 1);
     }
     let length = 0;
     let wellFormed = true;
@@ -95,40 +99,92 @@ function createPieceMerger(table: BpeRankTable): (piece: string) => number {
     }
     if (isWholeTokenAsGptTokenizer(table, bytes, length, wellFormed)) return 1;
     return length <= LONG_PIECE_BYTES || length >= HEAP_POSITIONS
-      ? mergedParts(table, bytes, length, starts, ranks)
+      ? mergedParts(pairs, bytes, length, starts, ranks, ids)
       : mergedPartsByHeap(table, bytes, length);
   };
 }
 
-/** The rank of parts `index` and `index + 1` of `parts` together, or {@link NO_RANK}. */
+/** Pair ranks remembered by the merge (a direct-mapped cache of 2^16 entries, ~0.75 MB per encoding). */
+const PAIR_CACHE_BITS = 16;
+
+/** What the merge needs of the table: pair ranks by the two parts' token ids, and the id of each byte. */
+interface PairRanks {
+  readonly table: BpeRankTable;
+  /** The token id (rank) of each single byte, or -1. */
+  readonly byteIds: Int32Array;
+  /** The cache: the pair of ids each slot holds (left -1: empty) and its rank ({@link NO_RANK} for none). */
+  readonly lefts: Int32Array;
+  readonly rights: Int32Array;
+  readonly ranks: Int32Array;
+}
+
+function createPairRanks(table: BpeRankTable): PairRanks {
+  const byteIds = new Int32Array(256);
+  const single = new Uint8Array(1);
+  for (let byte = 0; byte < 256; byte += 1) {
+    single[0] = byte;
+    byteIds[byte] = table.rankOf(single, 0, 1);
+  }
+  return {
+    table,
+    byteIds,
+    lefts: new Int32Array(1 << PAIR_CACHE_BITS).fill(-1),
+    rights: new Int32Array(1 << PAIR_CACHE_BITS),
+    ranks: new Int32Array(1 << PAIR_CACHE_BITS),
+  };
+}
+
+/**
+ * The rank of parts `index` and `index + 1` of `parts` together, or {@link NO_RANK}. A part's id is the rank of
+ * its bytes (-1 when unknown), so two ids name the pair's bytes and the rank is looked up by them in the cache
+ * first: most pairs of a text recur, and hashing two ids is cheaper than hashing and comparing the bytes. A pair
+ * that starts with U+FEFF's bytes is never cached: gpt-tokenizer's rank of it depends on the byte after it.
+ */
 function pairRank(
-  table: BpeRankTable,
+  pairs: PairRanks,
   bytes: Uint8Array,
   length: number,
   starts: Int32Array,
+  ids: Int32Array,
   parts: number,
   index: number,
 ): number {
   if (index + 2 > parts) return NO_RANK;
-  const rank = rankAsGptTokenizer(table, bytes, starts[index]!, starts[index + 2]!, length);
-  return rank === -1 ? NO_RANK : rank;
+  const left = ids[index]!;
+  const right = ids[index + 1]!;
+  const start = starts[index]!;
+  if (left < 0 || right < 0 || bytes[start] === 0xef) {
+    const rank = rankAsGptTokenizer(pairs.table, bytes, start, starts[index + 2]!, length);
+    return rank === -1 ? NO_RANK : rank;
+  }
+  const slot = Math.imul(left ^ Math.imul(right, 0x85ebca6b), 0x9e3779b1) >>> (32 - PAIR_CACHE_BITS);
+  if (pairs.lefts[slot] === left && pairs.rights[slot] === right) return pairs.ranks[slot]!;
+  const found = pairs.table.rankOf(bytes, start, starts[index + 2]!);
+  const rank = found === -1 ? NO_RANK : found;
+  pairs.lefts[slot] = left;
+  pairs.rights[slot] = right;
+  pairs.ranks[slot] = rank;
+  return rank;
 }
 
 /**
- * How many parts the merge leaves of `bytes[0, length)`: parts are `bytes[starts[i], starts[i + 1])`, and
- * `ranks[i]` is the rank of parts i and i + 1 together (the arrays are scratch, at least `length + 1` long).
+ * How many parts the merge leaves of `bytes[0, length)`: parts are `bytes[starts[i], starts[i + 1])` with token
+ * id `ids[i]`, and `ranks[i]` is the rank of parts i and i + 1 together (the arrays are scratch, at least
+ * `length + 1` long).
  */
 function mergedParts(
-  table: BpeRankTable,
+  pairs: PairRanks,
   bytes: Uint8Array,
   length: number,
   starts: Int32Array,
   ranks: Int32Array,
+  ids: Int32Array,
 ): number {
   let parts = length;
   for (let index = 0; index <= length; index += 1) starts[index] = index;
+  for (let index = 0; index < length; index += 1) ids[index] = pairs.byteIds[bytes[index]!]!;
   for (let index = 0; index < length; index += 1)
-    ranks[index] = pairRank(table, bytes, length, starts, parts, index);
+    ranks[index] = pairRank(pairs, bytes, length, starts, ids, parts, index);
   while (parts > 1) {
     let lowestRank = NO_RANK;
     let lowest = -1;
@@ -140,11 +196,20 @@ function mergedParts(
       }
     }
     if (lowest === -1) break;
-    starts.copyWithin(lowest + 1, lowest + 2, parts + 1);
-    ranks.copyWithin(lowest, lowest + 1, parts);
+    // The merged part's id is its rank, unless it starts with U+FEFF (then the rank may be of fewer bytes).
+    ids[lowest] =
+      bytes[starts[lowest]!] === 0xef && startsWithByteOrderMark(bytes, starts[lowest]!, starts[lowest + 2]!)
+        ? -1
+        : lowestRank;
+    // Shifted by hand: pieces are short, and three copyWithin calls per merge cost more than the loop.
+    for (let index = lowest + 1; index < parts; index += 1) {
+      starts[index] = starts[index + 1]!;
+      ids[index] = ids[index + 1]!;
+      ranks[index - 1] = ranks[index]!;
+    }
     parts -= 1;
-    ranks[lowest] = pairRank(table, bytes, length, starts, parts, lowest);
-    if (lowest > 0) ranks[lowest - 1] = pairRank(table, bytes, length, starts, parts, lowest - 1);
+    ranks[lowest] = pairRank(pairs, bytes, length, starts, ids, parts, lowest);
+    if (lowest > 0) ranks[lowest - 1] = pairRank(pairs, bytes, length, starts, ids, parts, lowest - 1);
   }
   return parts;
 }
@@ -222,18 +287,139 @@ function mergedPartsByHeap(table: BpeRankTable, bytes: Uint8Array, length: numbe
   return parts;
 }
 
+// Character classes of ASCII for the o200k pattern's pieces ({@link o200kAsciiPieceEnd}).
+const UPPER = 1;
+const LOWER = 2;
+const DIGIT = 3;
+/** `\r` and `\n`: whitespace that no letter piece may start with. */
+const LINE_BREAK = 4;
+/** Space, tab, vertical tab, form feed: whitespace that may start a letter piece. */
+const BLANK = 5;
+/** Punctuation and control characters: neither letter, digit nor whitespace. */
+const OTHER = 6;
+const asciiClasses = new Uint8Array(128).fill(OTHER);
+for (let code = 65; code <= 90; code += 1) asciiClasses[code] = UPPER;
+for (let code = 97; code <= 122; code += 1) asciiClasses[code] = LOWER;
+for (let code = 48; code <= 57; code += 1) asciiClasses[code] = DIGIT;
+for (const code of [9, 11, 12, 32]) asciiClasses[code] = BLANK;
+for (const code of [10, 13]) asciiClasses[code] = LINE_BREAK;
+
+// No `u` flag: any UTF-16 unit above 0x7f (surrogates included) is found.
+const nonAsciiCharacter = /[\u0080-\uffff]/;
+
+/**
+ * Where the piece that o200k's split pattern ({@link BPE_SPLIT_PATTERNS}) matches at `start` of the all-ASCII
+ * `text` ends: the pattern's alternatives (with their backtracking) worked out for ASCII, where `\p{L}` is
+ * `[A-Za-z]`, `\p{N}` is `[0-9]`, `\s` is `[\t\n\v\f\r ]` and there are no marks. Counting the lines of a
+ * memory file went mostly to the pattern; token-counter.test.ts compares the pieces with it on random ASCII.
+ */
+function o200kAsciiPieceEnd(text: string, start: number, end: number): number {
+  const kind = asciiClasses[text.charCodeAt(start)]!;
+  // `[^\r\n\p{L}\p{N}]?[\p{Lu}…]*[\p{Ll}…]+(?:'s|…)?` or, with no lower case, `…[\p{Lu}…]+[\p{Ll}…]*(?:'s|…)?`.
+  let letters = start;
+  if ((kind === OTHER || kind === BLANK) && start + 1 < end) {
+    const after = asciiClasses[text.charCodeAt(start + 1)]!;
+    if (after === UPPER || after === LOWER) letters = start + 1;
+  }
+  const first = asciiClasses[text.charCodeAt(letters)]!;
+  if (first === UPPER || first === LOWER) {
+    let at = letters;
+    while (at < end && asciiClasses[text.charCodeAt(at)] === UPPER) at += 1;
+    while (at < end && asciiClasses[text.charCodeAt(at)] === LOWER) at += 1;
+    return contractionEnd(text, at, end);
+  }
+  // `\p{N}{1,3}`
+  if (kind === DIGIT) {
+    let at = start + 1;
+    while (at < end && at < start + 3 && asciiClasses[text.charCodeAt(at)] === DIGIT) at += 1;
+    return at;
+  }
+  // ` ?[^\s\p{L}\p{N}]+[\r\n/]*`
+  let other = -1;
+  if (kind === OTHER) other = start;
+  else if (
+    text.charCodeAt(start) === 32 &&
+    start + 1 < end &&
+    asciiClasses[text.charCodeAt(start + 1)] === OTHER
+  )
+    other = start + 1;
+  if (other !== -1) {
+    let at = other;
+    while (at < end && asciiClasses[text.charCodeAt(at)] === OTHER) at += 1;
+    while (at < end) {
+      const code = text.charCodeAt(at);
+      if (code !== 10 && code !== 13 && code !== 47) break;
+      at += 1;
+    }
+    return at;
+  }
+  // Whitespace: `\s*[\r\n]+` (up to the run's last line break), else `\s+(?!\S)`, else `\s+`.
+  let runEnd = start;
+  while (runEnd < end) {
+    const runKind = asciiClasses[text.charCodeAt(runEnd)];
+    if (runKind !== BLANK && runKind !== LINE_BREAK) break;
+    runEnd += 1;
+  }
+  for (let at = runEnd - 1; at >= start; at -= 1)
+    if (asciiClasses[text.charCodeAt(at)] === LINE_BREAK) return at + 1;
+  if (runEnd === end || runEnd - start === 1) return runEnd;
+  return runEnd - 1;
+}
+
+/** After a letter piece ending at `at`: past the optional contraction `'(?:[sS]|[dD]|[mM]|[tT]|[lL][lL]|[vV][eE]|[rR][eE])`. */
+function contractionEnd(text: string, at: number, end: number): number {
+  if (at + 1 >= end || text.charCodeAt(at) !== 39) return at;
+  const next = text.charCodeAt(at + 1) | 0x20;
+  if (next === 115 || next === 100 || next === 109 || next === 116) return at + 2;
+  if (at + 2 >= end) return at;
+  const third = text.charCodeAt(at + 2) | 0x20;
+  if ((next === 108 && third === 108) || (next === 118 && third === 101) || (next === 114 && third === 101))
+    return at + 3;
+  return at;
+}
+
+/** The pieces o200k's pattern splits `text` into when it is all ASCII (the tests compare with the pattern). */
+export function o200kAsciiPieces(text: string): string[] | undefined {
+  if (nonAsciiCharacter.test(text)) return undefined;
+  const pieces: string[] = [];
+  for (let start = 0; start < text.length; ) {
+    const end = o200kAsciiPieceEnd(text, start, text.length);
+    pieces.push(text.slice(start, end));
+    start = end;
+  }
+  return pieces;
+}
+
 /**
  * gpt-tokenizer's count with no special tokens (split the text with the encoding's pattern, then byte-pair
  * encode each piece), over our compact rank table instead of its own (see bpe-rank-table.ts), with the tokens
  * of each piece remembered: memory text repeats its words, and indexing counts every line. The same numbers as
- * its `countTokens` (token-counter.test.ts compares both on random text).
+ * its `countTokens` (token-counter.test.ts compares both on random text). With `asciiSplit`, all-ASCII text is
+ * split by {@link o200kAsciiPieceEnd} instead of the pattern (o200k only).
  */
-function cachingPieceCounter(table: BpeRankTable, splitPattern: string): TextCounter {
+function cachingPieceCounter(table: BpeRankTable, splitPattern: string, asciiSplit: boolean): TextCounter {
   const splitter = new RegExp(splitPattern, "gu");
   const pieceTokens = new Map<string, number>();
   const merge = createPieceMerger(table);
+  const tokensOf = (piece: string): number => {
+    let count = pieceTokens.get(piece);
+    if (count === undefined) {
+      count = merge(piece);
+      if (pieceTokens.size >= PIECE_CACHE_SIZE) pieceTokens.clear();
+      pieceTokens.set(piece, count);
+    }
+    return count;
+  };
   return (text) => {
     let tokens = 0;
+    if (asciiSplit && !nonAsciiCharacter.test(text)) {
+      for (let start = 0; start < text.length; ) {
+        const end = o200kAsciiPieceEnd(text, start, text.length);
+        tokens += tokensOf(text.slice(start, end));
+        start = end;
+      }
+      return tokens;
+    }
     splitter.lastIndex = 0;
     for (let match = splitter.exec(text); match !== null; match = splitter.exec(text)) {
       const piece = match[0];
@@ -241,13 +427,7 @@ function cachingPieceCounter(table: BpeRankTable, splitPattern: string): TextCou
         splitter.lastIndex += 1;
         continue;
       }
-      let count = pieceTokens.get(piece);
-      if (count === undefined) {
-        count = merge(piece);
-        if (pieceTokens.size >= PIECE_CACHE_SIZE) pieceTokens.clear();
-        pieceTokens.set(piece, count);
-      }
-      tokens += count;
+      tokens += tokensOf(piece);
     }
     return tokens;
   };
@@ -267,7 +447,11 @@ function cachingPieceCounter(table: BpeRankTable, splitPattern: string): TextCou
 function bpeCounter(encoding: TokenEncoding): TextCounter {
   let counter: TextCounter | undefined;
   return (text) => {
-    counter ??= cachingPieceCounter(loadBpeRankTable(encoding), BPE_SPLIT_PATTERNS[encoding]);
+    counter ??= cachingPieceCounter(
+      loadBpeRankTable(encoding),
+      BPE_SPLIT_PATTERNS[encoding],
+      encoding === "o200k_base",
+    );
     return counter(text);
   };
 }
