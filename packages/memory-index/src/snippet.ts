@@ -24,14 +24,24 @@ function inverseDocumentFrequency(concept: QueryConcept, statistics: TermStatist
   return Math.log(1 + (statistics.total - documents + 0.5) / (documents + 0.5));
 }
 
+/** Where each line of `text` starts (the first at 0). */
+function lineStartsOf(text: string): number[] {
+  const lineStarts = [0];
+  for (let index = text.indexOf("\n"); index !== -1; index = text.indexOf("\n", index + 1))
+    lineStarts.push(index + 1);
+  return lineStarts;
+}
+
 /**
  * The lines (0-based, in order) of `normalized` (see `normalizeForMatching`) that hold any of `terms`: what
  * `containsTerm` says line by line, found with one scan of the whole text per term.
  */
 export function linesHolding(normalized: string, terms: readonly string[]): number[] {
-  const lineStarts = [0];
-  for (let index = normalized.indexOf("\n"); index !== -1; index = normalized.indexOf("\n", index + 1))
-    lineStarts.push(index + 1);
+  return holdingLines(normalized, lineStartsOf(normalized), terms);
+}
+
+/** {@link linesHolding} with the text's line starts already found. */
+function holdingLines(normalized: string, lineStarts: readonly number[], terms: readonly string[]): number[] {
   const held = new Uint8Array(lineStarts.length);
   for (const term of terms) {
     for (const offset of termOffsets(normalized, term)) {
@@ -51,35 +61,46 @@ export function linesHolding(normalized: string, terms: readonly string[]): numb
 }
 
 /**
- * Weight of each line: the query concepts it holds, each weighted by how rare it is in the index (IDF),
- * how rare it is among the chunk's own lines (a speaker's name on every line says nothing about which line
- * answers), and doubled for identifiers. Function words count only when the query has nothing else.
+ * Weight of each line of `text` (split into `lines`): the query concepts it holds, each weighted by how rare
+ * it is in the index (IDF), how rare it is among the chunk's own lines (a speaker's name on every line says
+ * nothing about which line answers), and doubled for identifiers; and per line the first term of its heaviest
+ * concept. Function words count only when the query has nothing else.
  */
 function lineWeights(
+  text: string,
   lines: readonly string[],
   query: AnalyzedQuery,
   statistics: TermStatistics | undefined,
-): { weights: number[]; bestTerm: (line: number) => string | undefined } {
+): { weights: Float64Array; bestTerms: (string | undefined)[] } {
   // Normalised whole, not line by line: NFKC and lower-casing never make, remove or reach across a newline.
-  const normalized = normalizeCandidateText(lines.join("\n"));
+  const normalized = normalizeCandidateText(text);
+  const lineStarts = lineStartsOf(normalized);
   const content = query.concepts.filter((concept) => !concept.stopWord);
   const concepts = content.length > 0 ? content : query.concepts;
-  const weights = lines.map(() => 0);
-  const best = lines.map((): { term?: string; weight: number } => ({ weight: 0 }));
-  const nonBlank = Math.max(1, lines.filter((line) => line.trim() !== "").length);
+  const weights = new Float64Array(lines.length);
+  const bestWeights = new Float64Array(lines.length);
+  const bestTerms: (string | undefined)[] = new Array(lines.length).fill(undefined);
+  let nonBlank = 0;
   for (const concept of concepts) {
-    const holding = linesHolding(normalized, concept.terms);
+    const holding = holdingLines(normalized, lineStarts, concept.terms);
     if (holding.length === 0) continue;
+    if (nonBlank === 0) {
+      for (const line of lines) if (line.trim() !== "") nonBlank += 1;
+      nonBlank = Math.max(1, nonBlank);
+    }
     const weight =
       inverseDocumentFrequency(concept, statistics) *
       (1 + Math.log(nonBlank / holding.length)) *
       (concept.identifier ? 2 : 1);
     for (const index of holding) {
       weights[index]! += weight;
-      if (weight > best[index]!.weight) best[index] = { term: concept.terms[0], weight };
+      if (weight > bestWeights[index]!) {
+        bestWeights[index] = weight;
+        bestTerms[index] = concept.terms[0];
+      }
     }
   }
-  return { weights, bestTerm: (line) => best[line]?.term };
+  return { weights, bestTerms };
 }
 
 /** Cuts one over-long line to `maxChars` code points around `term` (never inside a surrogate pair). */
@@ -113,22 +134,22 @@ export function makeSnippet(
   let last = lines.length - 1;
   while (first < last && lines[first]!.trim() === "") first += 1;
   while (last > first && lines[last]!.trim() === "") last -= 1;
-  const whole = lines.slice(first, last + 1).join("\n");
-  if (whole.length <= maxChars) {
+  let wholeLength = last - first;
+  for (let index = first; index <= last; index += 1) wholeLength += lines[index]!.length;
+  if (wholeLength <= maxChars) {
+    const whole = lines.slice(first, last + 1).join("\n");
     return { text: whole, startLine: chunk.startLine + first, endLine: chunk.startLine + last };
   }
-  const { weights, bestTerm } = lineWeights(lines, query, statistics);
+  const { weights, bestTerms } = lineWeights(chunk.text, lines, query, statistics);
   let anchor = first;
   for (let index = first; index <= last; index += 1) if (weights[index]! > weights[anchor]!) anchor = index;
   let start = anchor;
   let end = anchor;
   let length = lines[anchor]!.length;
-  const fits = (index: number) =>
-    index >= first && index <= last && length + 1 + lines[index]!.length <= maxChars;
   // Grow towards the side whose next line matches more (forwards on a tie: what follows usually explains).
   for (;;) {
-    const canBefore = fits(start - 1);
-    const canAfter = fits(end + 1);
+    const canBefore = start - 1 >= first && length + 1 + lines[start - 1]!.length <= maxChars;
+    const canAfter = end + 1 <= last && length + 1 + lines[end + 1]!.length <= maxChars;
     if (!canBefore && !canAfter) break;
     if (canAfter && (!canBefore || weights[end + 1]! >= weights[start - 1]!)) {
       end += 1;
@@ -140,7 +161,7 @@ export function makeSnippet(
   }
   const body =
     start === end && lines[anchor]!.length > maxChars
-      ? cutLine(lines[anchor]!, bestTerm(anchor), maxChars)
+      ? cutLine(lines[anchor]!, bestTerms[anchor], maxChars)
       : lines.slice(start, end + 1).join("\n");
   return {
     text: `${start > first ? "…\n" : ""}${body}${end < last ? "\n…" : ""}`,
