@@ -8,7 +8,7 @@ import {
   createEstimatingTokenCounter,
   createTokenCounter,
   estimateTokens,
-  o200kAsciiPieces,
+  o200kPieces,
 } from "./token-counter.js";
 
 describe("token counter", () => {
@@ -172,15 +172,45 @@ describe("o200k's split of ASCII text without the pattern", () => {
   it("cuts ASCII into the pattern's pieces", () => {
     fc.assert(
       fc.property(ascii, (text) => {
-        expect(o200kAsciiPieces(text)).toEqual(text.match(pattern) ?? []);
+        expect(o200kPieces(text)).toEqual(text.match(pattern) ?? []);
       }),
       { numRuns: 20_000 },
     );
   });
 
-  it("leaves text with any other character to the pattern", () => {
-    expect(o200kAsciiPieces("naïve")).toBeUndefined();
-    expect(o200kAsciiPieces("a\u0080")).toBeUndefined();
+  // ASCII next to what the scanner leaves to the pattern: letters, digits, punctuation and spaces beyond ASCII.
+  const mixed = fc
+    .array(
+      fc.oneof(
+        ascii,
+        fc.constantFrom(
+          "é",
+          "É",
+          "项目",
+          "。",
+          "，",
+          "\u00a0",
+          "\u3000",
+          "\u0301",
+          "٣",
+          "²",
+          "😀",
+          "\ud800",
+          "’",
+          "ǅ",
+        ),
+      ),
+      { maxLength: 8 },
+    )
+    .map((parts) => parts.join(""));
+
+  it("cuts mixed text into the pattern's pieces", () => {
+    fc.assert(
+      fc.property(mixed, (text) => {
+        expect(o200kPieces(text)).toEqual(text.match(pattern) ?? []);
+      }),
+      { numRuns: 20_000 },
+    );
   });
 
   it("counts ASCII as gpt-tokenizer does", () => {

@@ -305,7 +305,7 @@ for (const code of [9, 11, 12, 32]) asciiClasses[code] = BLANK;
 for (const code of [10, 13]) asciiClasses[code] = LINE_BREAK;
 
 // No `u` flag: any UTF-16 unit above 0x7f (surrogates included) is found.
-const nonAsciiCharacter = /[\u0080-\uffff]/;
+const nonAsciiCharacter = /[\u0080-\uffff]/g;
 
 /**
  * Where the piece that o200k's split pattern ({@link BPE_SPLIT_PATTERNS}) matches at `start` of the all-ASCII
@@ -378,15 +378,55 @@ function contractionEnd(text: string, at: number, end: number): number {
   return at;
 }
 
-/** The pieces o200k's pattern splits `text` into when it is all ASCII (the tests compare with the pattern). */
-export function o200kAsciiPieces(text: string): string[] | undefined {
-  if (nonAsciiCharacter.test(text)) return undefined;
-  const pieces: string[] = [];
-  for (let start = 0; start < text.length; ) {
-    const end = o200kAsciiPieceEnd(text, start, text.length);
-    pieces.push(text.slice(start, end));
-    start = end;
+/**
+ * Calls `visit` with each piece of `text` as o200k's split pattern (`splitter`, flags `gu`) cuts it, in order,
+ * and sums what it returns. ASCII stretches are cut by {@link o200kAsciiPieceEnd}: the pattern's match at a
+ * piece's start reads at most two characters past the piece's end (a contraction's `'ll`, the character after
+ * a run of letters, digits, punctuation or whitespace), so a piece the scanner finds in the stretch before the
+ * next non-ASCII character is the pattern's if it ends three or more characters before it. The rest (the end of
+ * such a stretch and the non-ASCII text) goes through the pattern, and the scanner takes over again after it.
+ */
+function forEachO200kPiece(
+  text: string,
+  splitter: RegExp,
+  visit: (text: string, start: number, end: number) => number,
+): number {
+  let sum = 0;
+  const length = text.length;
+  let start = 0;
+  while (start < length) {
+    nonAsciiCharacter.lastIndex = start;
+    const stop = nonAsciiCharacter.exec(text)?.index ?? length;
+    while (start < stop) {
+      const end = o200kAsciiPieceEnd(text, start, stop);
+      if (stop < length && end + 2 >= stop) break;
+      sum += visit(text, start, end);
+      start = end;
+    }
+    if (start >= length) break;
+    // The pattern from here until it has passed the non-ASCII character.
+    splitter.lastIndex = start;
+    while (start <= stop) {
+      const match = splitter.exec(text);
+      if (match === null) return sum;
+      if (match[0] === "") {
+        splitter.lastIndex += 1;
+      } else {
+        sum += visit(text, match.index, match.index + match[0].length);
+      }
+      start = splitter.lastIndex;
+    }
   }
+  return sum;
+}
+
+/** The pieces o200k's pattern splits `text` into, found as counting finds them (the tests compare with it). */
+export function o200kPieces(text: string): string[] {
+  const pieces: string[] = [];
+  forEachO200kPiece(text, new RegExp(BPE_SPLIT_PATTERNS.o200k_base, "gu"), (_, start, end) => {
+    pieces.push(text.slice(start, end));
+    return 0;
+  });
   return pieces;
 }
 
@@ -394,32 +434,15 @@ export function o200kAsciiPieces(text: string): string[] | undefined {
  * gpt-tokenizer's count with no special tokens (split the text with the encoding's pattern, then byte-pair
  * encode each piece), over our compact rank table instead of its own (see bpe-rank-table.ts), with the tokens
  * of each piece remembered: memory text repeats its words, and indexing counts every line. The same numbers as
- * its `countTokens` (token-counter.test.ts compares both on random text). With `asciiSplit`, all-ASCII text is
- * split by {@link o200kAsciiPieceEnd} instead of the pattern (o200k only).
+ * its `countTokens` (token-counter.test.ts compares both on random text). With `asciiSplit` (o200k only), the
+ * ASCII stretches are cut without the pattern ({@link forEachO200kPiece}).
  */
 function cachingPieceCounter(table: BpeRankTable, splitPattern: string, asciiSplit: boolean): TextCounter {
   const splitter = new RegExp(splitPattern, "gu");
-  const pieceTokens = new Map<string, number>();
-  const merge = createPieceMerger(table);
-  const tokensOf = (piece: string): number => {
-    let count = pieceTokens.get(piece);
-    if (count === undefined) {
-      count = merge(piece);
-      if (pieceTokens.size >= PIECE_CACHE_SIZE) pieceTokens.clear();
-      pieceTokens.set(piece, count);
-    }
-    return count;
-  };
+  const tokensOf = createPieceCache(createPieceMerger(table));
   return (text) => {
+    if (asciiSplit) return forEachO200kPiece(text, splitter, tokensOf);
     let tokens = 0;
-    if (asciiSplit && !nonAsciiCharacter.test(text)) {
-      for (let start = 0; start < text.length; ) {
-        const end = o200kAsciiPieceEnd(text, start, text.length);
-        tokens += tokensOf(text.slice(start, end));
-        start = end;
-      }
-      return tokens;
-    }
     splitter.lastIndex = 0;
     for (let match = splitter.exec(text); match !== null; match = splitter.exec(text)) {
       const piece = match[0];
@@ -427,9 +450,52 @@ function cachingPieceCounter(table: BpeRankTable, splitPattern: string, asciiSpl
         splitter.lastIndex += 1;
         continue;
       }
-      tokens += tokensOf(piece);
+      tokens += tokensOf(piece, 0, piece.length);
     }
     return tokens;
+  };
+}
+
+/** Slots of the piece cache's hash table: a power of two, at most ~38% full with {@link PIECE_CACHE_SIZE} pieces. */
+const PIECE_CACHE_SLOTS = 2 ** 18;
+
+/**
+ * The tokens of pieces given as `text[start, end)`, remembered (up to {@link PIECE_CACHE_SIZE} pieces, then
+ * forgotten all at once). The pieces are found by a hash of their characters (open addressing, linear probing)
+ * and compared in place, so a piece seen before costs no string: a Map keyed by the piece needed a slice of
+ * the text for every piece of every line, most of them seen before.
+ */
+function createPieceCache(
+  merge: (piece: string) => number,
+): (text: string, start: number, end: number) => number {
+  const mask = PIECE_CACHE_SLOTS - 1;
+  const slots = new Int32Array(PIECE_CACHE_SLOTS).fill(-1);
+  const pieces: string[] = [];
+  const counts = new Int32Array(PIECE_CACHE_SIZE);
+  return (text, start, end) => {
+    let hash = 0x811c9dc5;
+    for (let index = start; index < end; index += 1)
+      hash = Math.imul(hash ^ text.charCodeAt(index), 0x01000193);
+    hash = Math.imul(hash ^ (hash >>> 16), 0x85ebca6b);
+    hash ^= hash >>> 13;
+    const length = end - start;
+    let slot = hash & mask;
+    for (let entry = slots[slot]!; entry !== -1; entry = slots[slot]!) {
+      const piece = pieces[entry]!;
+      if (piece.length === length && text.startsWith(piece, start)) return counts[entry]!;
+      slot = (slot + 1) & mask;
+    }
+    const piece = start === 0 && end === text.length ? text : text.slice(start, end);
+    const count = merge(piece);
+    if (pieces.length >= PIECE_CACHE_SIZE) {
+      slots.fill(-1);
+      pieces.length = 0;
+      slot = hash & mask;
+    }
+    slots[slot] = pieces.length;
+    counts[pieces.length] = count;
+    pieces.push(piece);
+    return count;
   };
 }
 
