@@ -9,6 +9,7 @@ import {
   scoringLength,
 } from "./hybrid-score.js";
 import { memorySource } from "./memory-source.js";
+import { makeSnippet } from "./snippet.js";
 import { analyzeQuery, normalizeForMatching } from "./text-analysis.js";
 import type { BackendHit } from "./types.js";
 
@@ -268,6 +269,57 @@ describe("isSpeakerAt", () => {
         },
       ),
       { numRuns: 5000 },
+    );
+  });
+});
+
+describe("occurrences handed to the snippet", () => {
+  it("normalising a text after a newline gives what normalising it alone gives", () => {
+    const text = fc.oneof(fc.string({ unit: "binary" }), fc.string({ unit: "grapheme" }));
+    fc.assert(
+      fc.property(text, text, (before, after) => {
+        expect(normalizeForMatching(`${before}\n${after}`)).toBe(
+          normalizeForMatching(`${before}\n`) + normalizeForMatching(after),
+        );
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("give the snippet it would have made by scanning the chunk itself", () => {
+    const piece = fc.constantFrom(
+      "- Priya: ",
+      "- Tom：",
+      "deploy",
+      "Budgets",
+      "ΣΑΣ",
+      "ﬁle",
+      "项目预算",
+      "OPS-4821",
+      " — ",
+      " ",
+      "\n",
+      "x".repeat(50),
+    );
+    const query = fc.constantFrom("deploy budget", "Priya deploy", "项目预算", "OPS-4821 file", "σας");
+    fc.assert(
+      fc.property(
+        fc.array(piece, { minLength: 1, maxLength: 60 }),
+        fc.array(fc.constantFrom("Plans", "ΣΑΣ — 项目", "deploy"), { maxLength: 2 }),
+        query,
+        fc.constantFrom(20, 60, 200),
+        (pieces, headings, words, maxChars) => {
+          const base = hit("memory/2025-05-01.md", pieces.join(""));
+          const scored = scoreHits(analyzeQuery(words), [{ ...base, chunk: { ...base.chunk, headings } }], {
+            mode: "text",
+            now,
+          })[0]!;
+          expect(
+            makeSnippet(scored.chunk, analyzeQuery(words), maxChars, undefined, scored.occurrences),
+          ).toEqual(makeSnippet(scored.chunk, analyzeQuery(words), maxChars));
+        },
+      ),
+      { numRuns: 2000 },
     );
   });
 });

@@ -1,4 +1,5 @@
 import { embeddingInput } from "./chunk-markdown.js";
+import type { TextOccurrences } from "./snippet.js";
 import {
   type AnalyzedQuery,
   normalizeForMatching,
@@ -34,6 +35,8 @@ export interface ScoredHit {
   readonly coverage: number;
   /** Holds every concept of the query, or every identifier: never dropped by `minScore`. */
   readonly exact: boolean;
+  /** Where scoring found the query's terms, for the snippet (ASCII chunks with every occurrence found). */
+  readonly occurrences?: TextOccurrences;
 }
 
 const dayMs = 86_400_000;
@@ -236,10 +239,14 @@ export function scoreHits(
   const frequencies = new Float64Array(count * concepts.length);
   const lines = new Float64Array(count);
   const lengths = new Float64Array(count);
+  const occurrences: (TextOccurrences | undefined)[] = [];
   let lengthSum = 0;
   for (let at = 0; at < count; at += 1) {
     const chunk = hits[at]!.chunk;
-    const text = normalizeCandidateText(searchableText(chunk));
+    const searchable = searchableText(chunk);
+    const ascii = Buffer.byteLength(searchable, "utf8") === searchable.length;
+    const text = ascii ? searchable.toLowerCase() : normalizeForMatching(searchable);
+    let complete = true;
     const offsets: number[][][] = [];
     for (let concept = 0; concept < concepts.length; concept += 1) {
       const perTerm: number[][] = [];
@@ -248,10 +255,22 @@ export function scoreHits(
         const found = termOffsets(text, term, offsetLimit);
         perTerm.push(found);
         if (found.length > most) most = found.length;
+        if (found.length >= offsetLimit) complete = false;
       }
       offsets.push(perTerm);
       frequencies[at * concepts.length + concept] = Math.min(frequencyLimit, most);
     }
+    // The chunk's text ends the searchable text, after a newline (which normalising never reaches across).
+    const prefix = searchable.length - chunk.text.length;
+    occurrences.push(
+      complete
+        ? {
+            text,
+            offsets,
+            start: ascii ? prefix : normalizeForMatching(searchable.slice(0, prefix)).length,
+          }
+        : undefined,
+    );
     lines[at] = lineWeight > 0 ? bestLine(text, offsets, weights) : 0;
     lengths[at] = chunk.textLength ?? textLength(text);
     lengthSum += lengths[at]!;
@@ -302,7 +321,7 @@ export function scoreHits(
     }
     const exact = coverage >= 0.999 || (identifiers.length > 0 && identifierShare === 1);
     entries.push({
-      hit: { chunk, score: Math.min(1, Math.max(0, score)), coverage, exact },
+      hit: { chunk, score: Math.min(1, Math.max(0, score)), coverage, exact, occurrences: occurrences[at] },
       recency: date ?? chunk.updatedAt,
     });
   }

@@ -192,7 +192,13 @@ export function createMemorySearch(config: MemorySearchConfig): MemorySearch {
           // The range is the chunk that matched (what `memory_get` reads back, the snippet's lines among
           // them); the snippet shows its best-matching lines. Narrowing the range to the snippet was measured:
           // it hid answers a line or two beside the shown window (bench:conversational R@10 en 60.5 → 56.3).
-          const snippet = makeSnippet(hit.chunk, analyzed, options.snippetChars ?? snippetChars, statistics);
+          const snippet = makeSnippet(
+            hit.chunk,
+            analyzed,
+            options.snippetChars ?? snippetChars,
+            statistics,
+            hit.occurrences,
+          );
           return {
             path: hit.chunk.path,
             startLine: hit.chunk.startLine,

@@ -15,6 +15,18 @@ export interface SnippetSource {
   readonly startLine: number;
 }
 
+/**
+ * Where scoring found the query's terms in a chunk: `text` is its normalised searchable text (see
+ * `searchableText`), whose normalised chunk text starts at `start`; `offsets` holds, per concept it scored
+ * (the query's non-stop-word concepts, or all when there are none) and per term, every offset of the term
+ * in `text`. Saves the snippet normalising and scanning the chunk again.
+ */
+export interface TextOccurrences {
+  readonly text: string;
+  readonly start: number;
+  readonly offsets: readonly (readonly (readonly number[])[])[];
+}
+
 /** Inverse document frequency as BM25 counts it (never negative). */
 function inverseDocumentFrequency(concept: QueryConcept, statistics: TermStatistics | undefined): number {
   if (statistics === undefined || statistics.total === 0) return 1;
@@ -42,9 +54,24 @@ export function linesHolding(normalized: string, terms: readonly string[]): numb
 
 /** {@link linesHolding} with the text's line starts already found. */
 function holdingLines(normalized: string, lineStarts: readonly number[], terms: readonly string[]): number[] {
+  return linesOfOffsets(
+    lineStarts,
+    terms.map((term) => termOffsets(normalized, term)),
+    0,
+  );
+}
+
+/** The lines (0-based, in order) holding any of `offsets`, each moved back by `shift` (none before it). */
+function linesOfOffsets(
+  lineStarts: readonly number[],
+  offsets: readonly (readonly number[])[],
+  shift: number,
+): number[] {
   const held = new Uint8Array(lineStarts.length);
-  for (const term of terms) {
-    for (const offset of termOffsets(normalized, term)) {
+  for (const found of offsets) {
+    for (const at of found) {
+      const offset = at - shift;
+      if (offset < 0) continue;
       let low = 0;
       let high = lineStarts.length - 1;
       while (low < high) {
@@ -71,18 +98,31 @@ function lineWeights(
   lines: readonly string[],
   query: AnalyzedQuery,
   statistics: TermStatistics | undefined,
+  occurrences: TextOccurrences | undefined,
 ): { weights: Float64Array; bestTerms: (string | undefined)[] } {
   // Normalised whole, not line by line: NFKC and lower-casing never make, remove or reach across a newline.
-  const normalized = normalizeCandidateText(text);
-  const lineStarts = lineStartsOf(normalized);
+  const normalized = occurrences === undefined ? normalizeCandidateText(text) : undefined;
+  let lineStarts: number[];
+  if (occurrences === undefined) {
+    lineStarts = lineStartsOf(normalized!);
+  } else {
+    const { text: searchable, start } = occurrences;
+    lineStarts = [0];
+    for (let at = searchable.indexOf("\n", start); at !== -1; at = searchable.indexOf("\n", at + 1))
+      lineStarts.push(at + 1 - start);
+  }
   const content = query.concepts.filter((concept) => !concept.stopWord);
   const concepts = content.length > 0 ? content : query.concepts;
   const weights = new Float64Array(lines.length);
   const bestWeights = new Float64Array(lines.length);
   const bestTerms: (string | undefined)[] = new Array(lines.length).fill(undefined);
   let nonBlank = 0;
-  for (const concept of concepts) {
-    const holding = holdingLines(normalized, lineStarts, concept.terms);
+  for (let index = 0; index < concepts.length; index += 1) {
+    const concept = concepts[index]!;
+    const holding =
+      occurrences === undefined
+        ? holdingLines(normalized!, lineStarts, concept.terms)
+        : linesOfOffsets(lineStarts, occurrences.offsets[index]!, occurrences.start);
     if (holding.length === 0) continue;
     if (nonBlank === 0) {
       for (const line of lines) if (line.trim() !== "") nonBlank += 1;
@@ -92,11 +132,11 @@ function lineWeights(
       inverseDocumentFrequency(concept, statistics) *
       (1 + Math.log(nonBlank / holding.length)) *
       (concept.identifier ? 2 : 1);
-    for (const index of holding) {
-      weights[index]! += weight;
-      if (weight > bestWeights[index]!) {
-        bestWeights[index] = weight;
-        bestTerms[index] = concept.terms[0];
+    for (const line of holding) {
+      weights[line]! += weight;
+      if (weight > bestWeights[line]!) {
+        bestWeights[line] = weight;
+        bestTerms[line] = concept.terms[0];
       }
     }
   }
@@ -128,6 +168,7 @@ export function makeSnippet(
   query: AnalyzedQuery,
   maxChars: number,
   statistics?: TermStatistics,
+  occurrences?: TextOccurrences,
 ): Snippet {
   const lines = chunk.text.split("\n");
   let first = 0;
@@ -140,7 +181,7 @@ export function makeSnippet(
     const whole = lines.slice(first, last + 1).join("\n");
     return { text: whole, startLine: chunk.startLine + first, endLine: chunk.startLine + last };
   }
-  const { weights, bestTerms } = lineWeights(chunk.text, lines, query, statistics);
+  const { weights, bestTerms } = lineWeights(chunk.text, lines, query, statistics, occurrences);
   let anchor = first;
   for (let index = first; index <= last; index += 1) if (weights[index]! > weights[anchor]!) anchor = index;
   let start = anchor;
