@@ -1,5 +1,5 @@
-import type { Stats } from "node:fs";
-import { lstat, readFile } from "node:fs/promises";
+import { lstatSync, readFileSync, type Stats } from "node:fs";
+import { readFile } from "node:fs/promises";
 import * as path from "node:path";
 import { describeError, type Embedder, isAlmanacError, type Logger, silentLogger } from "@almanac/core";
 import { listMemoryFiles } from "@almanac/memory-files";
@@ -113,6 +113,14 @@ type FileChange =
 const READ_AHEAD = 4;
 
 /**
+ * Files up to this size are stat'ed and read synchronously: a memory file is a few kilobytes, which a blocking
+ * read takes microseconds for, while fs/promises spent ~150 us of main-thread time per file on its round trips
+ * (lstat, open, fstat, read, close). Indexing bench/search's 400 files: 2,270-2,597 chunks/s with promises,
+ * 2,584-3,130 with blocking reads (6 interleaved pairs, load ~2). Larger files are read without blocking the server.
+ */
+const SYNC_READ_BYTES = 1024 * 1024;
+
+/**
  * Chunks written in one backend call (one SQLite transaction). Larger batches commit less often, which is
  * most of the backend's cost; this bounds what a sync holds in memory and how long a search waits on a write.
  */
@@ -193,7 +201,7 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
     const known = await backend.fileState(relative);
     let stats: Stats | undefined;
     try {
-      stats = await lstat(absolute);
+      stats = lstatSync(absolute);
     } catch (error) {
       const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
       if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
@@ -202,7 +210,7 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
     if (trustStat && known !== undefined && known.mtimeMs === stats.mtimeMs && known.size === stats.size) {
       return { kind: "unchanged" };
     }
-    const bytes = await readFile(absolute);
+    const bytes = stats.size <= SYNC_READ_BYTES ? readFileSync(absolute) : await readFile(absolute);
     const hash = sha256(bytes);
     if (known !== undefined && known.hash === hash) return { kind: "unchanged" };
     return { kind: "changed", stats, bytes, hash };
