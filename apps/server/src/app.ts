@@ -1,6 +1,6 @@
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import type pino from "pino";
 import type { AlmanacConfig } from "./config/config-schema.js";
 import { secretValues } from "./config/load-config.js";
@@ -95,7 +95,7 @@ export async function buildApp(
     app = Fastify({
       loggerInstance: logger as FastifyBaseLogger,
       // One line per request, written when it is answered (http-plugin.ts), instead of fastify's two.
-      disableRequestLogging: true,
+      logController: new LogController({ disableRequestLogging: true }),
       bodyLimit: config.server.bodyLimitBytes,
       // Our own onRequest hook answers 503 in the documented shape from the moment shutdown begins.
       return503OnClosing: false,
