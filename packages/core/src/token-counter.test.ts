@@ -204,6 +204,22 @@ describe("o200k's split of ASCII text without the pattern", () => {
     )
     .map((parts) => parts.join(""));
 
+  it("leaves a whitespace run that reaches non-ASCII whitespace to the pattern (fast-check found one)", () => {
+    for (const text of [" \n   \u3000\r\n", "a \n\t  \u00a0\n", "x\n\n    \u2028 y", "ok.   \u3000"])
+      expect(o200kPieces(text)).toEqual(text.match(pattern) ?? []);
+    const spaces = fc
+      .array(fc.constantFrom(" ", "\n", "\r", "\t", "\u00a0", "\u3000", "\u2028", "\u205f", "a", "。"), {
+        maxLength: 14,
+      })
+      .map((parts) => parts.join(""));
+    fc.assert(
+      fc.property(spaces, (text) => {
+        expect(o200kPieces(text)).toEqual(text.match(pattern) ?? []);
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
   it("cuts mixed text into the pattern's pieces", () => {
     fc.assert(
       fc.property(mixed, (text) => {

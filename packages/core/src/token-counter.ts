@@ -306,6 +306,13 @@ for (const code of [10, 13]) asciiClasses[code] = LINE_BREAK;
 
 // No `u` flag: any UTF-16 unit above 0x7f (surrogates included) is found.
 const nonAsciiCharacter = /[\u0080-\uffff]/g;
+/** A character the pattern's `\s` matches (tested on one non-ASCII character). */
+const NON_ASCII_SPACE = /^\s$/u;
+
+/** Tab, line feed, vertical tab, form feed, carriage return, space: `\s` in ASCII. */
+function isAsciiSpace(code: number): boolean {
+  return code === 32 || (code >= 9 && code <= 13);
+}
 
 /**
  * Where the piece that o200k's split pattern ({@link BPE_SPLIT_PATTERNS}) matches at `start` of the all-ASCII
@@ -397,9 +404,14 @@ function forEachO200kPiece(
   while (start < length) {
     nonAsciiCharacter.lastIndex = start;
     const stop = nonAsciiCharacter.exec(text)?.index ?? length;
+    // Whitespace runs are one piece across the ASCII boundary (`\s*[\r\n]+`, `\s+` take U+3000, U+00A0, …
+    // too): before non-ASCII whitespace, the ASCII whitespace leading up to it is the pattern's to cut.
+    let limit = stop;
+    if (stop < length && NON_ASCII_SPACE.test(text.charAt(stop)))
+      while (limit > start && isAsciiSpace(text.charCodeAt(limit - 1))) limit -= 1;
     while (start < stop) {
       const end = o200kAsciiPieceEnd(text, start, stop);
-      if (stop < length && end + 2 >= stop) break;
+      if (stop < length && end + 2 >= limit) break;
       sum += visit(text, start, end);
       start = end;
     }
