@@ -1,13 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  applyRecency,
-  dailyLogDate,
-  isSpeakerAt,
-  normalizeCandidateText,
-  scoreHits,
-  scoringLength,
-} from "./hybrid-score.js";
+import { applyRecency, dailyLogDate, isSpeakerAt, scoreHits, scoringLength } from "./hybrid-score.js";
 import { memorySource } from "./memory-source.js";
 import { makeSnippet } from "./snippet.js";
 import { analyzeQuery, normalizeForMatching } from "./text-analysis.js";
@@ -211,38 +204,6 @@ describe("scoreHits", () => {
         measured.map(({ chunk, ...rest }) => ({ path: chunk.path, ...rest })),
       );
     }
-  });
-});
-
-describe("normalizeCandidateText", () => {
-  it("is normalizeForMatching (ASCII only lower-cased, anything else through NFKC)", () => {
-    const pieces = fc.constantFrom(
-      "Deploy",
-      "ΣΑΣ",
-      "ﬁle",
-      "Ｆｕｌｌ",
-      "e\u0301",
-      "项目",
-      "\n",
-      " ",
-      "İ",
-      "ß",
-      "😀",
-      "\ud800",
-    );
-    fc.assert(
-      fc.property(
-        fc.oneof(
-          fc.string(),
-          fc.string({ unit: "binary" }),
-          fc.array(pieces).map((parts) => parts.join("")),
-        ),
-        (text) => {
-          expect(normalizeCandidateText(text)).toBe(normalizeForMatching(text));
-        },
-      ),
-      { numRuns: 2000 },
-    );
   });
 });
 

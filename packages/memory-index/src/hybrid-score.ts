@@ -1,7 +1,9 @@
 import { embeddingInput } from "./chunk-markdown.js";
+import { lineAt, lineStartsOf } from "./line-starts.js";
 import type { TextOccurrences } from "./snippet.js";
 import {
   type AnalyzedQuery,
+  isAscii,
   normalizeForMatching,
   type QueryConcept,
   termOffsets,
@@ -53,16 +55,6 @@ export function dailyLogDate(path: string): number | undefined {
 /** What a chunk is searched by: its path, its heading path and its text (the same on both sides). */
 export function searchableText(chunk: Pick<StoredChunk, "path" | "headings" | "text">): string {
   return `${chunk.path}\n${embeddingInput(chunk)}`;
-}
-
-/**
- * `normalizeForMatching(text)`, with ASCII text only lower-cased: NFKC leaves ASCII as it is, but V8 still
- * spends ~1.5 µs on 1.5 KB proving it, while `Buffer.byteLength` tells ASCII apart in ~0.2 µs (its UTF-8
- * length equals its length only when every code unit is below 128). Scoring and snippets normalise every
- * candidate of every query; on the year corpus (all ASCII) NFKC was ~50 of ~230 µs of scoring.
- */
-export function normalizeCandidateText(text: string): string {
-  return Buffer.byteLength(text, "utf8") === text.length ? text.toLowerCase() : normalizeForMatching(text);
 }
 
 /**
@@ -158,24 +150,16 @@ function bestLine(
     }
     return best;
   }
-  const lineStarts = [0];
-  for (let index = text.indexOf("\n"); index !== -1; index = text.indexOf("\n", index + 1))
-    lineStarts.push(index + 1);
+  const lineStarts = lineStartsOf(text);
   const slots = lineStarts.length * conceptCount;
   if (held.length < slots) held = new Float64Array(Math.max(slots, held.length * 2));
   held.fill(0, 0, slots);
   for (let concept = 0; concept < conceptCount; concept += 1) {
     for (const found of offsets[concept]!) {
       for (const offset of found) {
-        let low = 0;
-        let high = lineStarts.length - 1;
-        while (low < high) {
-          const middle = (low + high + 1) >> 1;
-          if (lineStarts[middle]! <= offset) low = middle;
-          else high = middle - 1;
-        }
+        const line = lineAt(lineStarts, offset);
         const weight = weights[concept]! * (isSpeakerAt(text, offset) ? speakerFactor : 1);
-        const slot = low * conceptCount + concept;
+        const slot = line * conceptCount + concept;
         if (weight > held[slot]!) held[slot] = weight;
       }
     }
@@ -244,7 +228,7 @@ export function scoreHits(
   for (let at = 0; at < count; at += 1) {
     const chunk = hits[at]!.chunk;
     const searchable = searchableText(chunk);
-    const ascii = Buffer.byteLength(searchable, "utf8") === searchable.length;
+    const ascii = isAscii(searchable);
     const text = ascii ? searchable.toLowerCase() : normalizeForMatching(searchable);
     let complete = true;
     const offsets: number[][][] = [];

@@ -1,5 +1,10 @@
-import { normalizeCandidateText } from "./hybrid-score.js";
-import { type AnalyzedQuery, type QueryConcept, termOffsets } from "./text-analysis.js";
+import { lineAt, lineStartsOf } from "./line-starts.js";
+import {
+  type AnalyzedQuery,
+  normalizeCandidateText,
+  type QueryConcept,
+  termOffsets,
+} from "./text-analysis.js";
 import type { TermStatistics } from "./types.js";
 
 /** What a search hit shows: a window of whole lines and the file lines it spans (1-based, inclusive). */
@@ -36,14 +41,6 @@ function inverseDocumentFrequency(concept: QueryConcept, statistics: TermStatist
   return Math.log(1 + (statistics.total - documents + 0.5) / (documents + 0.5));
 }
 
-/** Where each line of `text` starts (the first at 0). */
-function lineStartsOf(text: string): number[] {
-  const lineStarts = [0];
-  for (let index = text.indexOf("\n"); index !== -1; index = text.indexOf("\n", index + 1))
-    lineStarts.push(index + 1);
-  return lineStarts;
-}
-
 /**
  * The lines (0-based, in order) of `normalized` (see `normalizeForMatching`) that hold any of `terms`: what
  * `containsTerm` says line by line, found with one scan of the whole text per term.
@@ -72,14 +69,7 @@ function linesOfOffsets(
     for (const at of found) {
       const offset = at - shift;
       if (offset < 0) continue;
-      let low = 0;
-      let high = lineStarts.length - 1;
-      while (low < high) {
-        const middle = (low + high + 1) >> 1;
-        if (lineStarts[middle]! <= offset) low = middle;
-        else high = middle - 1;
-      }
-      held[low] = 1;
+      held[lineAt(lineStarts, offset)] = 1;
     }
   }
   const holding: number[] = [];

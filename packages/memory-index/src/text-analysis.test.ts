@@ -7,6 +7,7 @@ import {
   analyzeTextByPattern,
   containsTerm,
   countTerm,
+  normalizeCandidateText,
   normalizeForMatching,
   stemEnglish,
   termOffsets,
@@ -339,6 +340,38 @@ describe("textLength", () => {
         (text) => textLength(text) === byPattern(text),
       ),
       { numRuns: 500 },
+    );
+  });
+});
+
+describe("normalizeCandidateText", () => {
+  it("is normalizeForMatching (ASCII only lower-cased, anything else through NFKC)", () => {
+    const pieces = fc.constantFrom(
+      "Deploy",
+      "ΣΑΣ",
+      "ﬁle",
+      "Ｆｕｌｌ",
+      "e\u0301",
+      "项目",
+      "\n",
+      " ",
+      "İ",
+      "ß",
+      "😀",
+      "\ud800",
+    );
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.string({ unit: "binary" }),
+          fc.array(pieces).map((parts) => parts.join("")),
+        ),
+        (text) => {
+          expect(normalizeCandidateText(text)).toBe(normalizeForMatching(text));
+        },
+      ),
+      { numRuns: 2000 },
     );
   });
 });
