@@ -109,7 +109,10 @@ type FileChange =
   | { readonly kind: "unchanged" }
   | { readonly kind: "changed"; readonly stats: Stats; readonly bytes: Buffer; readonly hash: string };
 
-/** Files a sync reads ahead of the one it indexes, so the disk works while the chunker does. */
+/**
+ * Files a sync reads ahead of the one it indexes, so the disk works while the chunker does (for files over
+ * {@link SYNC_READ_BYTES}; smaller ones are read synchronously when their turn in the queue comes).
+ */
 const READ_AHEAD = 4;
 
 /**
