@@ -17,6 +17,12 @@ const repoRoot = resolve(serverDir, "../..");
 const outdir = resolve(serverDir, "dist");
 const infoFile = resolve(outdir, "build-info.json");
 const entry = resolve(serverDir, "src/main.ts");
+// Worker threads' entry files, each bundled as its own entry `<name>.js` beside main.js; the code that starts
+// one names its source (`new URL("./index-worker.ts", import.meta.url)`), which the build points at the bundle.
+const workerEntries = {
+  "memory-index-worker": resolve(repoRoot, "packages/memory-index/src/index-worker.ts"),
+};
+const workerNames = new Map(Object.entries(workerEntries).map(([name, file]) => [file, name]));
 // Besides the bundled sources, a change to these means the output may differ.
 const buildFiles = [fileURLToPath(import.meta.url), resolve(serverDir, "package.json")];
 
@@ -44,7 +50,8 @@ export function staleReason() {
 
 /**
  * Rewrites `new URL("<relative>", import.meta.url)` in a bundled source file so the path still points at the
- * same place when the code runs from dist/ (the console's dist folder, package.json, fixture folders). Any
+ * same place when the code runs from dist/ (the console's dist folder, package.json, fixture folders), and a
+ * worker's source file at its bundled entry (see `workerEntries`). Any
  * other use of `import.meta` outside the entry point (but `createRequire(import.meta.url)`, whose packages
  * resolve from apps/server's dependencies) fails the build: its meaning changes with bundling.
  */
@@ -53,6 +60,8 @@ function rebaseImportMetaUrl(source, file) {
     /new URL\(\s*(["'])([^"']+)\1\s*,\s*import\.meta\.url\s*\)/g,
     (_match, _quote, target) => {
       const absolute = resolve(dirname(file), target);
+      const worker = workerNames.get(absolute);
+      if (worker !== undefined) return `new URL(${JSON.stringify(`./${worker}.js`)}, import.meta.url)`;
       let fromDist = relative(outdir, absolute).split("\\").join("/");
       if (target.endsWith("/") && !fromDist.endsWith("/")) fromDist += "/";
       if (!fromDist.startsWith(".")) fromDist = `./${fromDist}`;
@@ -64,7 +73,7 @@ function rebaseImportMetaUrl(source, file) {
     /new URL\("[^"]+", import\.meta\.url\)|createRequire\(import\.meta\.url\)/g,
     "",
   );
-  if (file !== entry && /import\.meta\.(url|dirname|filename)/.test(rest)) {
+  if (file !== entry && !workerNames.has(file) && /import\.meta\.(url|dirname|filename)/.test(rest)) {
     throw new Error(
       `${relative(repoRoot, file)}: import.meta used other than as new URL("<relative path>", import.meta.url); the build cannot keep its meaning`,
     );
@@ -107,7 +116,7 @@ export async function buildServer({ force = false } = {}) {
   // splits by what is used: `almanac sessions list` loads only the CLI, the config loader and zod.
   const { rolldown } = await import("rolldown");
   const bundle = await rolldown({
-    input: entry,
+    input: { main: entry, ...workerEntries },
     cwd: repoRoot,
     platform: "node",
     plugins: [almanacPlugin],

@@ -3,7 +3,8 @@ import { readFile } from "node:fs/promises";
 import * as path from "node:path";
 import { describeError, type Embedder, isAlmanacError, type Logger, silentLogger } from "@almanac/core";
 import { listMemoryFiles } from "@almanac/memory-files";
-import { type ChunkMarkdownOptions, chunkMarkdown, sha256 } from "./chunk-markdown.js";
+import { type ChunkMarkdownOptions, sha256 } from "./chunk-markdown.js";
+import { createChunkPreparer, type PreparationJob } from "./chunk-preparer.js";
 import { catchUpEmbeddings } from "./embedding-catch-up.js";
 import {
   createEmbeddingGate,
@@ -11,10 +12,8 @@ import {
   type EmbeddingGateStatus,
   isEmbeddingGate,
 } from "./embedding-gate.js";
-import { searchableText } from "./hybrid-score.js";
 import { memorySource } from "./memory-source.js";
 import { type MemoryWatcher, watchMemoryFiles } from "./memory-watcher.js";
-import { analyzeChunkText } from "./text-analysis.js";
 import type { FileUpsert, IndexChunk, MemoryIndexBackend } from "./types.js";
 
 /** Options of {@link createMemoryIndexer}. */
@@ -110,10 +109,12 @@ type FileChange =
   | { readonly kind: "changed"; readonly stats: Stats; readonly bytes: Buffer; readonly hash: string };
 
 /**
- * Files a sync reads ahead of the one it indexes, so the disk works while the chunker does (for files over
- * {@link SYNC_READ_BYTES}; smaller ones are read synchronously when their turn in the queue comes).
+ * Files a sync reads and queues for preparation ahead of the one it writes, and at most how many bytes of
+ * them: the index worker prepares them while the main thread writes a batch (see chunk-preparer.ts). Reads
+ * are one at a time (those over {@link SYNC_READ_BYTES} without blocking, but no longer several at once).
  */
-const READ_AHEAD = 4;
+const PREPARE_AHEAD_FILES = 128;
+const PREPARE_AHEAD_BYTES = 4 * 1024 * 1024;
 
 /**
  * Files up to this size are stat'ed and read synchronously: a memory file is a few kilobytes, which a blocking
@@ -136,12 +137,11 @@ interface PreparedUpsert {
   readonly fromCache: number;
 }
 
-/** A promise that never rejects, so a read started ahead cannot become an unhandled rejection. */
-function settle<T>(promise: Promise<T>): Promise<{ value: T } | { error: unknown }> {
-  return promise.then(
-    (value) => ({ value }),
-    (error: unknown) => ({ error }),
-  );
+/** A file read ahead: what changed, and its queued preparation when it changed. */
+interface ReadAhead {
+  readonly relative: string;
+  readonly change: { readonly value: FileChange } | { readonly error: unknown };
+  readonly job: PreparationJob | undefined;
 }
 
 /** The result of a file written to the index. */
@@ -177,6 +177,10 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
   let needsFullSync = false;
   let blockedReason: string | undefined;
   let closed = false;
+  const preparer = createChunkPreparer({
+    logger,
+    ...(options.chunking === undefined ? {} : { chunking: options.chunking }),
+  });
 
   const enqueue = <T>(task: () => Promise<T>): Promise<T> => {
     queued += 1;
@@ -219,18 +223,13 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
     return { kind: "changed", stats, bytes, hash };
   }
 
-  /** Chunks and analyses a changed file (the CPU half of indexing), with any vectors the cache holds. */
-  async function prepareUpsert(
+  /** A changed file's upsert from its prepared chunks, with any vectors the cache holds. */
+  async function toUpsert(
     relative: string,
     change: Extract<FileChange, { kind: "changed" }>,
+    chunks: IndexChunk[],
   ): Promise<PreparedUpsert> {
-    const { stats, bytes, hash } = change;
-    const chunks: IndexChunk[] = chunkMarkdown(relative, bytes.toString("utf8"), options.chunking).map(
-      (chunk) => {
-        const { terms, length } = analyzeChunkText(searchableText(chunk));
-        return { ...chunk, terms, textLength: length };
-      },
-    );
+    const { stats, hash } = change;
     const cached = await cachedVectorsFor(chunks);
     const file = {
       path: relative,
@@ -248,9 +247,9 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
   }
 
   /**
-   * Indexes `paths` in order, reading {@link READ_AHEAD} files ahead and writing changed files in batches of
-   * about {@link UPSERT_BATCH_CHUNKS} chunks. `onDone` hears each file once its change is in the index
-   * (`undefined`: skipped). Errors of the backend (Almanac errors) stop the run; a file that cannot be read
+   * Indexes `paths` in order, reading and queueing up to {@link PREPARE_AHEAD_FILES} files ahead for the
+   * preparer and writing changed files in batches of about {@link UPSERT_BATCH_CHUNKS} chunks. `onDone` hears
+   * each file once its change is in the index (`undefined`: skipped). Errors of the backend (Almanac errors) stop the run; a file that cannot be read
    * or written is skipped with a warning when `skipFailures`, and stops the run otherwise.
    */
   async function indexPaths(
@@ -292,31 +291,59 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
       }
       for (const prepared of written) onDone(prepared.relative, indexed(prepared));
     };
-    const reads = paths.slice(0, READ_AHEAD).map((relative) => settle(readChange(relative, trustStat)));
-    for (const [index, relative] of paths.entries()) {
-      const read = reads.shift()!; // not kept: the queue holds READ_AHEAD files' bytes at most
-      const ahead = paths[index + READ_AHEAD];
-      if (ahead !== undefined) reads.push(settle(readChange(ahead, trustStat)));
-      try {
-        const change = await read;
-        if ("error" in change) throw change.error;
-        const { value } = change;
-        if (value.kind === "absent" || value.kind === "unchanged") {
-          onDone(relative, { outcome: value.kind, chunks: 0, fromCache: 0 });
-        } else if (value.kind === "removed") {
-          await backend.deleteFile(relative);
-          onDone(relative, { outcome: "removed", chunks: 0, fromCache: 0 });
-        } else {
-          const prepared = await prepareUpsert(relative, value);
-          batch.push(prepared);
-          batchChunks += prepared.upsert.chunks.length;
+    const ahead: ReadAhead[] = [];
+    let aheadBytes = 0;
+    let changedBytes = 0;
+    let next = 0;
+    const readAhead = async (): Promise<void> => {
+      while (next < paths.length && ahead.length < PREPARE_AHEAD_FILES && aheadBytes < PREPARE_AHEAD_BYTES) {
+        const relative = paths[next]!;
+        next += 1;
+        let change: ReadAhead["change"];
+        try {
+          change = { value: await readChange(relative, trustStat) };
+        } catch (error) {
+          change = { error };
         }
-      } catch (error) {
-        skip(relative, error);
+        const changed = "value" in change && change.value.kind === "changed" ? change.value : undefined;
+        changedBytes += changed?.bytes.byteLength ?? 0;
+        // The rest of the run, guessed from what changed so far: tells the preparer whether a worker pays off.
+        const coming = ((paths.length - next) * changedBytes) / next;
+        const job = changed === undefined ? undefined : preparer.submit(relative, changed.bytes, coming);
+        aheadBytes += job?.bytes ?? 0;
+        ahead.push({ relative, change, job });
       }
-      if (batchChunks >= UPSERT_BATCH_CHUNKS) await flush();
+    };
+    try {
+      for (;;) {
+        await readAhead();
+        const entry = ahead.shift();
+        if (entry === undefined) break;
+        const { relative, change, job } = entry;
+        aheadBytes -= job?.bytes ?? 0;
+        try {
+          if ("error" in change) throw change.error;
+          const { value } = change;
+          if (value.kind === "absent" || value.kind === "unchanged") {
+            onDone(relative, { outcome: value.kind, chunks: 0, fromCache: 0 });
+          } else if (value.kind === "removed") {
+            await backend.deleteFile(relative);
+            onDone(relative, { outcome: "removed", chunks: 0, fromCache: 0 });
+          } else if (job !== undefined) {
+            const prepared = await toUpsert(relative, value, await preparer.take(job));
+            batch.push(prepared);
+            batchChunks += prepared.upsert.chunks.length;
+          }
+        } catch (error) {
+          skip(relative, error);
+        }
+        if (batchChunks >= UPSERT_BATCH_CHUNKS) await flush();
+      }
+      await flush();
+    } finally {
+      // A run stopped by an error leaves its queued files untaken.
+      for (const { job } of ahead) if (job !== undefined) preparer.discard(job);
     }
-    await flush();
   }
 
   /** One catch-up pass; logs a vector-size problem once instead of on every pass. */
@@ -363,6 +390,7 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
     let chunksFromCache = 0;
     let lastLog = clock();
     let done = 0;
+    const inWorkerBefore = preparer.stats().preparedInWorker;
     await indexPaths(files, true, true, (_relative, result) => {
       if (result?.outcome === "indexed") filesIndexed += 1;
       if (result?.outcome === "removed") filesRemoved += 1;
@@ -401,7 +429,9 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
       durationMs: clock() - started,
     };
     lastSync = { at: clock(), report };
-    logger.info({ ...report }, "memory sync done");
+    // Which thread prepared the files: operators (and the build's test) can see the worker at work.
+    const filesPreparedInWorker = preparer.stats().preparedInWorker - inWorkerBefore;
+    logger.info({ ...report, filesPreparedInWorker }, "memory sync done");
     needsFullSync = false;
     return report;
   }
@@ -499,6 +529,7 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
       await watcher?.close();
       watcher = undefined;
       await tail;
+      await preparer.close();
     },
   };
 }

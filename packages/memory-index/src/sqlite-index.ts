@@ -234,7 +234,7 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
         chunk.textLength ?? scoringLength(chunk),
       );
       const rowid = Number(lastInsertRowid);
-      statements.insertFts.run(rowid, chunk.terms.join(" "));
+      statements.insertFts.run(rowid, chunk.termText ?? chunk.terms.join(" "));
       if (vector !== undefined && embeddings !== undefined)
         storeVector(rowid, embeddings.model, chunk.hash, vector);
     });

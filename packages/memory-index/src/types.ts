@@ -30,6 +30,12 @@ export interface MemoryChunk {
 export interface IndexChunk extends MemoryChunk {
   /** Index terms in text order, with repeats (term frequency matters). */
   readonly terms: readonly string[];
+  /**
+   * `terms` joined by single spaces, when whoever analysed the chunk made that form (the index worker sends
+   * it instead of the list: copying one string between threads is a third of copying ~230); the SQLite
+   * backend stores it as is.
+   */
+  readonly termText?: string;
   /** Its scoring length (`scoringLength`), when the caller measured it already; backends measure it otherwise. */
   readonly textLength?: number;
 }

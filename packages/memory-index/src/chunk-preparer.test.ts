@@ -1,0 +1,177 @@
+import { spawnSync } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import { afterEach, describe, expect, it } from "vitest";
+import { createRecordingLogger, waitFor } from "../test/test-support.js";
+import { type ChunkPreparer, createChunkPreparer } from "./chunk-preparer.js";
+import { prepareIndexChunks } from "./prepare-index-chunks.js";
+
+const chunking = { maxTokens: 60, overlapTokens: 10 };
+
+/** Notes of a few kilobytes in English and Chinese, each a little different. */
+const notes = Array.from({ length: 30 }, (_, index) => {
+  const lines = [`# Day ${index}`, ""];
+  for (let line = 0; line < 40; line += 1) {
+    lines.push(`- Met Priya about the Apollo launch, ticket OPS-${1000 + index * 40 + line}.`);
+    if (line % 7 === 0) lines.push(`- 项目部署脚本数据库迁移会议 ${index}-${line}。`);
+    if (line % 13 === 0) lines.push("", `## Section ${line}`, "");
+  }
+  return {
+    path: `memory/2025-01-${String(index + 1).padStart(2, "0")}.md`,
+    bytes: Buffer.from(lines.join("\n")),
+  };
+});
+
+/** A worker that says it is ready and then answers every file by `behaviour`. */
+function fakeWorker(behaviour: "exit" | "fail"): Worker {
+  const answer =
+    behaviour === "exit" ? "process.exit(3)" : 'parentPort.postMessage({ kind: "failed", id: message.id })';
+  return new Worker(
+    `const { parentPort } = require("node:worker_threads");
+     parentPort.on("message", (message) => { ${answer}; });
+     parentPort.postMessage({ kind: "ready" });`,
+    { eval: true },
+  );
+}
+
+let preparer: ChunkPreparer | undefined;
+
+afterEach(async () => {
+  await preparer?.close();
+  preparer = undefined;
+});
+
+/** Every submitted note's chunks; `termText` (the worker's form of the terms) checked and left out. */
+async function prepareAll(using: ChunkPreparer) {
+  const jobs = notes.map((note) => using.submit(note.path, note.bytes));
+  expect(await using.whenWorkerReady()).toBe(true);
+  const prepared = [];
+  for (const job of jobs) {
+    const chunks = await using.take(job);
+    for (const chunk of chunks)
+      if (chunk.termText !== undefined) expect(chunk.termText).toBe(chunk.terms.join(" "));
+    prepared.push(chunks.map(({ termText: _termText, ...chunk }) => chunk));
+  }
+  return prepared;
+}
+
+const expected = () => notes.map((note) => prepareIndexChunks(note.path, note.bytes, chunking));
+
+describe("createChunkPreparer", () => {
+  it("prepares a burst of files in the worker thread, with the chunks this thread would make", async () => {
+    preparer = createChunkPreparer({ chunking, logger: createRecordingLogger(), workerStartBytes: 1 });
+    expect(await prepareAll(preparer)).toEqual(expected());
+    expect(preparer.stats().preparedInWorker).toBeGreaterThan(0);
+  });
+
+  it("keeps a single small file on this thread, without starting the worker", async () => {
+    let started = 0;
+    preparer = createChunkPreparer({
+      chunking,
+      logger: createRecordingLogger(),
+      workerStartBytes: 64 * 1024,
+      startWorker: () => {
+        started += 1;
+        return fakeWorker("fail");
+      },
+    });
+    const [note] = notes;
+    expect(await preparer.take(preparer.submit(note!.path, note!.bytes))).toEqual(expected()[0]);
+    expect(started).toBe(0);
+    expect(preparer.stats()).toEqual({ preparedHere: 1, preparedInWorker: 0 });
+  });
+
+  it("prepares here what a dying worker held, logs it once and does not start another", async () => {
+    const logger = createRecordingLogger();
+    let started = 0;
+    preparer = createChunkPreparer({
+      chunking,
+      logger,
+      workerStartBytes: 1,
+      startWorker: () => {
+        started += 1;
+        return fakeWorker("exit");
+      },
+    });
+    expect(await prepareAll(preparer)).toEqual(expected());
+    const again = preparer.submit(notes[1]!.path, notes[1]!.bytes);
+    expect(await preparer.take(again)).toEqual(expected()[1]);
+    expect(started).toBe(1);
+    expect(preparer.stats().preparedInWorker).toBe(0);
+    expect(logger.entries.filter((entry) => entry.level === "warn")).toHaveLength(1);
+  });
+
+  it("prepares again here a file the worker failed on, so the result or the error is this thread's", async () => {
+    preparer = createChunkPreparer({
+      chunking,
+      logger: createRecordingLogger(),
+      workerStartBytes: 1,
+      startWorker: () => fakeWorker("fail"),
+    });
+    expect(await prepareAll(preparer)).toEqual(expected());
+
+    // The real worker, with options chunkMarkdown refuses: the worker fails, this thread throws.
+    const invalid = { maxTokens: 1.5 };
+    const refused = createChunkPreparer({
+      chunking: invalid,
+      logger: createRecordingLogger(),
+      workerStartBytes: 1,
+    });
+    try {
+      const jobs = notes.map((note) => refused.submit(note.path, note.bytes));
+      expect(await refused.whenWorkerReady()).toBe(true);
+      const thrown = () => prepareIndexChunks(notes[0]!.path, notes[0]!.bytes, invalid);
+      expect(thrown).toThrow(RangeError);
+      for (const job of jobs)
+        await expect(refused.take(job)).rejects.toThrow(/maxTokens must be a whole number/);
+      expect(refused.stats().preparedInWorker).toBe(0);
+    } finally {
+      await refused.close();
+    }
+  });
+
+  it("stops the worker once idle, and starts it again for the next burst", async () => {
+    preparer = createChunkPreparer({
+      chunking,
+      logger: createRecordingLogger(),
+      workerStartBytes: 1,
+      idleMs: 20,
+    });
+    await prepareAll(preparer);
+    await waitFor(async () => !(await preparer!.whenWorkerReady()), 5000, "the idle worker to stop");
+    expect(await prepareAll(preparer)).toEqual(expected());
+  });
+
+  it("does not keep the process alive once the files are taken", async () => {
+    const directory = await mkdtemp(path.join(tmpdir(), "almanac-preparer-"));
+    try {
+      const module = fileURLToPath(new URL("./chunk-preparer.ts", import.meta.url));
+      const script = path.join(directory, "script.mts");
+      await writeFile(
+        script,
+        `import { createChunkPreparer } from ${JSON.stringify(module)};
+         const logger = { debug() {}, info() {}, warn() {}, error() {}, child: () => logger };
+         const preparer = createChunkPreparer({ logger, workerStartBytes: 1, idleMs: 60_000 });
+         const jobs = Array.from({ length: 20 }, (_, index) => preparer.submit(\`memory/\${index}.md\`, Buffer.from("# Note\\n\\nApollo launch. 项目。\\n".repeat(50))));
+         const ready = await preparer.whenWorkerReady();
+         let chunks = 0;
+         for (const job of jobs) chunks += (await preparer.take(job)).length;
+         console.log(JSON.stringify({ ready, chunks, inWorker: preparer.stats().preparedInWorker > 0 }));
+         // Not closed: the worker's idle timer and the worker itself must not hold the process.`,
+      );
+      const repoRoot = fileURLToPath(new URL("../../..", import.meta.url));
+      const run = spawnSync(process.execPath, ["--import", "tsx", script], {
+        cwd: repoRoot,
+        encoding: "utf8",
+        timeout: 20_000,
+      });
+      expect(run.status, run.stderr).toBe(0);
+      expect(JSON.parse(run.stdout)).toEqual({ ready: true, chunks: expect.any(Number), inWorker: true });
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  }, 30_000);
+});

@@ -1,0 +1,358 @@
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
+import { describeError, type Logger } from "@almanac/core";
+import type { ChunkMarkdownOptions } from "./chunk-markdown.js";
+import {
+  fromWireChunk,
+  type IndexWorkerReply,
+  type IndexWorkerRequest,
+  type IndexWorkerSettings,
+  isIndexWorkerReply,
+} from "./index-worker-protocol.js";
+import { prepareIndexChunks } from "./prepare-index-chunks.js";
+import type { IndexChunk } from "./types.js";
+
+/** Options of {@link createChunkPreparer}. */
+export interface ChunkPreparerOptions {
+  readonly chunking?: ChunkMarkdownOptions;
+  readonly logger: Logger;
+  /** Starts the index worker (default: `index-worker.ts`, or the build's bundled entry); tests inject others. */
+  readonly startWorker?: (settings: IndexWorkerSettings) => Worker;
+  /** Idle time after which the worker is stopped, giving its memory back (default 10 s). */
+  readonly idleMs?: number;
+  /** Bytes of files expected in one go that start the worker (default {@link workerStartBytes}). */
+  readonly workerStartBytes?: number;
+}
+
+/** A file queued for preparation (opaque to callers). */
+export interface PreparationJob {
+  readonly bytes: number;
+}
+
+/**
+ * Prepares memory files' chunks (token counts, index terms) in order, on a worker thread when there is enough
+ * of them, so the main thread writes one batch to the index while the worker prepares the next: on two cores
+ * a sync then costs about the larger of the two halves instead of their sum.
+ */
+export interface ChunkPreparer {
+  /**
+   * Queues a file. `comingBytes`: what the caller expects to submit after it in the same go (a sync's estimate
+   * from the files it has read so far); enough in one go start the worker (lazily; see {@link workerStartBytes}).
+   */
+  submit(relative: string, bytes: Uint8Array, comingBytes?: number): PreparationJob;
+  /**
+   * The chunks of a submitted file. A job the worker has not been sent is prepared on this thread; while the
+   * worker is still busy with this one, this thread prepares queued jobs from the back instead of waiting.
+   * Throws what preparing the file throws (always as thrown on this thread: a job the worker failed is redone here).
+   */
+  take(job: PreparationJob): Promise<IndexChunk[]>;
+  /** Files prepared on each side so far (logs, tests). */
+  stats(): { readonly preparedHere: number; readonly preparedInWorker: number };
+  /** Resolves true once the worker is ready, false when there is none or it stopped (tests). */
+  whenWorkerReady(): Promise<boolean>;
+  /** Forgets a submitted file that will not be taken (a sync that stopped early). */
+  discard(job: PreparationJob): void;
+  /** Stops the worker; jobs still queued are prepared on this thread when taken. */
+  close(): Promise<void>;
+}
+
+/**
+ * The worker's file: this TypeScript source's neighbour, which the server build rewrites to its bundled entry
+ * (`memory-index-worker.js` beside the other chunks; apps/server/scripts/build.mjs).
+ */
+const workerFile = new URL("./index-worker.ts", import.meta.url);
+const fromSources = workerFile.pathname.endsWith(".ts");
+
+/**
+ * Bytes of files in one go (submitted since the preparer was last idle, plus those the caller expects) that
+ * start the worker. Built, the worker is ready in ~0.1-0.15 s, cold (its token counter learns the pieces anew):
+ * bench/search's 400 files (2.4 MB) index 20-30% faster with it, the year corpus (366 files, 1.1 MB, ~0.25 s)
+ * 15-30% slower; a single saved file never starts it. From the TypeScript sources (tsx, vitest) the worker
+ * registers tsx's hooks and loads every module through them, ~0.5-0.8 s on this 2-core machine before it
+ * prepares anything, so only syncs of many megabytes are worth it.
+ */
+export const workerStartBytes = (fromSources ? 8 : 1.5) * 1024 * 1024;
+
+/**
+ * Bytes of files sent to the worker at once: enough that it keeps busy while the main thread writes a batch of
+ * 500 chunks (~60 ms; ~40 files of a few kilobytes at the worker's ~1.5 ms a file), few enough that the main
+ * thread has queued files left to prepare itself when it would wait. Built, bench/search's 400 files of ~6 KB:
+ * 2,434-2,646 chunks/s with 32 files at once, 2,142-2,823 (median 2,711) with 64 (alternating, load ~1.1).
+ */
+const WORKER_IN_FLIGHT_BYTES = 384 * 1024;
+
+type JobState =
+  | { readonly kind: "queued" }
+  | { readonly kind: "sent" }
+  | { readonly kind: "prepared"; readonly chunks: IndexChunk[] }
+  | { readonly kind: "thrown"; readonly error: unknown }
+  | { readonly kind: "failed-in-worker" };
+
+interface Job extends PreparationJob {
+  readonly id: number;
+  readonly relative: string;
+  readonly content: Uint8Array;
+  state: JobState;
+  wake: (() => void) | undefined;
+}
+
+/** Starts the index worker from the build, or from the TypeScript sources through tsx's loader. */
+function startIndexWorker(settings: IndexWorkerSettings): Worker {
+  if (!fromSources) return new Worker(workerFile, { workerData: settings });
+  // Under tsx or vitest a worker does not get tsx's hooks (on Node 20, `--import tsx` registers them in the
+  // main thread only), so it registers them itself before loading the source. tsx's ESM API, not its CommonJS
+  // one (which `require.resolve` names): that one's register() cannot find tsx's hooks from a worker (tsx 4.23).
+  const tsxApi = createRequire(import.meta.url)
+    .resolve("tsx/esm/api")
+    .replace(/\.cjs$/, ".mjs");
+  const bootstrap = `import(${JSON.stringify(pathToFileURL(tsxApi).href)}).then(({ register }) => { register(); return import(${JSON.stringify(workerFile.href)}); });`;
+  return new Worker(bootstrap, { eval: true, workerData: settings });
+}
+
+/**
+ * How often a take that keeps this thread busy (preparing while the worker starts, or taking queued files
+ * while it works) lets the worker's messages in: a sync otherwise runs in microtasks and never sees them, and a
+ * turn of the event loop per file cost the year corpus's sync (366 files, ~0.25 s) 40-80 ms.
+ */
+const YIELD_EVERY_MS = 3;
+
+/** Resolves after the event loop's next turn, once messages already received have been handled. */
+const yieldToMessages = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Creates a preparer; the worker starts on the first large enough backlog. */
+export function createChunkPreparer(options: ChunkPreparerOptions): ChunkPreparer {
+  const { chunking, logger } = options;
+  const idleMs = options.idleMs ?? 10_000;
+  const startWorker = options.startWorker ?? startIndexWorker;
+  // A custom token counter is a function: it cannot cross to another thread.
+  const workerAllowed = chunking?.countTokens === undefined;
+  const queue: Job[] = [];
+  const inFlight = new Map<number, Job>();
+  let inFlightBytes = 0;
+  const startBytes = options.workerStartBytes ?? workerStartBytes;
+  /** Bytes submitted and not yet taken. */
+  let backlogBytes = 0;
+  /** Bytes submitted since the preparer was last idle (nothing submitted and untaken). */
+  let burstBytes = 0;
+  /** What the last submit said would follow it. */
+  let comingBytes = 0;
+  let nextId = 0;
+  let worker: Worker | undefined;
+  let ready = false;
+  let broken = false;
+  let idleTimer: NodeJS.Timeout | undefined;
+
+  let lastYield = performance.now();
+  /** Lets the worker's messages in if this thread has been busy for {@link YIELD_EVERY_MS}. */
+  const yieldNowAndThen = async (): Promise<void> => {
+    if (performance.now() - lastYield < YIELD_EVERY_MS) return;
+    await yieldToMessages();
+    lastYield = performance.now();
+  };
+  let preparedHere = 0;
+  let preparedInWorker = 0;
+  let readyWaiters: ((ready: boolean) => void)[] = [];
+
+  const prepareHere = (job: Job): void => {
+    preparedHere += 1;
+    try {
+      job.state = { kind: "prepared", chunks: prepareIndexChunks(job.relative, job.content, chunking) };
+    } catch (error) {
+      job.state = { kind: "thrown", error };
+    }
+  };
+
+  const settle = (job: Job, state: JobState): void => {
+    job.state = state;
+    const { wake } = job;
+    job.wake = undefined;
+    wake?.();
+  };
+
+  const tellReady = (isReady: boolean): void => {
+    const waiters = readyWaiters;
+    readyWaiters = [];
+    for (const waiter of waiters) waiter(isReady);
+  };
+
+  const stopWorker = (): void => {
+    if (idleTimer !== undefined) clearTimeout(idleTimer);
+    idleTimer = undefined;
+    const stopping = worker;
+    worker = undefined;
+    ready = false;
+    tellReady(false);
+    if (stopping === undefined) return;
+    void stopping.terminate();
+  };
+
+  /** Jobs the worker holds go back to the queue's front, for this thread to prepare when they are taken. */
+  const reclaim = (): void => {
+    const orphans = [...inFlight.values()].sort((left, right) => left.id - right.id);
+    inFlight.clear();
+    inFlightBytes = 0;
+    queue.unshift(...orphans);
+    for (const job of orphans) settle(job, { kind: "queued" });
+  };
+
+  /** The worker died or could not load: logged once, and this preparer keeps to the main thread. */
+  const onWorkerLost = (lost: Worker, error: unknown): void => {
+    if (worker !== lost) return;
+    stopWorker();
+    broken = true;
+    logger.warn(
+      { error: describeError(error) },
+      "index worker stopped; memory files are prepared on the main thread",
+    );
+    reclaim();
+  };
+
+  const pump = (): void => {
+    if (worker === undefined || !ready) return;
+    while (queue.length > 0 && (inFlight.size === 0 || inFlightBytes < WORKER_IN_FLIGHT_BYTES)) {
+      const job = queue.shift()!;
+      job.state = { kind: "sent" };
+      inFlight.set(job.id, job);
+      inFlightBytes += job.bytes;
+      const request: IndexWorkerRequest = { id: job.id, path: job.relative, bytes: job.content };
+      worker.postMessage(request);
+    }
+    if (inFlight.size > 0) {
+      // Only while it works for us: an idle worker must not keep the process alive.
+      worker.ref();
+      if (idleTimer !== undefined) clearTimeout(idleTimer);
+      idleTimer = undefined;
+    } else {
+      worker.unref();
+      if (idleTimer === undefined) {
+        idleTimer = setTimeout(stopWorker, idleMs);
+        idleTimer.unref();
+      }
+    }
+  };
+
+  const onReply = (message: IndexWorkerReply): void => {
+    if (message.kind === "ready") {
+      ready = true;
+      tellReady(true);
+      pump();
+      return;
+    }
+    const job = inFlight.get(message.id);
+    if (job === undefined) return;
+    inFlight.delete(message.id);
+    inFlightBytes -= job.bytes;
+    if (message.kind === "prepared") preparedInWorker += 1;
+    settle(
+      job,
+      message.kind === "prepared"
+        ? { kind: "prepared", chunks: message.chunks.map(fromWireChunk) }
+        : { kind: "failed-in-worker" },
+    );
+    pump();
+  };
+
+  const ensureWorker = (): void => {
+    if (worker !== undefined || broken || !workerAllowed || burstBytes + comingBytes < startBytes) return;
+    const settings: IndexWorkerSettings = {
+      ...(chunking?.maxTokens === undefined ? {} : { maxTokens: chunking.maxTokens }),
+      ...(chunking?.overlapTokens === undefined ? {} : { overlapTokens: chunking.overlapTokens }),
+    };
+    let started: Worker;
+    try {
+      started = startWorker(settings);
+    } catch (error) {
+      worker = undefined;
+      broken = true;
+      logger.warn(
+        { error: describeError(error) },
+        "index worker did not start; memory files are prepared on the main thread",
+      );
+      return;
+    }
+    worker = started;
+    started.unref();
+    logger.debug({ backlogBytes }, "index worker started");
+    started.on("message", (message: unknown) => {
+      if (worker === started && isIndexWorkerReply(message)) onReply(message);
+    });
+    started.on("error", (error) => onWorkerLost(started, error));
+    started.on("exit", (code) => onWorkerLost(started, new Error(`index worker exited with code ${code}`)));
+  };
+
+  return {
+    submit(relative, content, coming = 0) {
+      const job: Job = {
+        id: nextId++,
+        relative,
+        content,
+        bytes: content.byteLength,
+        state: { kind: "queued" },
+        wake: undefined,
+      };
+      queue.push(job);
+      if (backlogBytes === 0) burstBytes = 0;
+      backlogBytes += job.bytes;
+      burstBytes += job.bytes;
+      comingBytes = coming;
+      ensureWorker();
+      pump();
+      return job;
+    },
+
+    async take(handle) {
+      const job = handle as Job;
+      try {
+        for (;;) {
+          const { state } = job;
+          if (state.kind === "prepared") return state.chunks;
+          if (state.kind === "thrown") throw state.error;
+          if (state.kind === "queued" && worker !== undefined && !ready) {
+            await yieldNowAndThen(); // its "ready"
+            if (job.state.kind !== "queued") continue;
+          }
+          if (job.state.kind === "queued" || job.state.kind === "failed-in-worker") {
+            const at = queue.indexOf(job);
+            if (at >= 0) queue.splice(at, 1);
+            prepareHere(job);
+            continue;
+          }
+          // Sent and not back yet: prepare a queued file meanwhile (the last, which is needed last).
+          const stolen = queue.pop();
+          if (stolen !== undefined) {
+            prepareHere(stolen);
+            await yieldNowAndThen();
+            continue;
+          }
+          await new Promise<void>((resolve) => {
+            job.wake = resolve;
+          });
+          lastYield = performance.now();
+        }
+      } finally {
+        backlogBytes -= job.bytes;
+      }
+    },
+
+    discard(handle) {
+      const job = handle as Job;
+      const at = queue.indexOf(job);
+      if (at >= 0) queue.splice(at, 1);
+      backlogBytes -= job.bytes;
+    },
+
+    stats: () => ({ preparedHere, preparedInWorker }),
+
+    whenWorkerReady() {
+      if (ready) return Promise.resolve(true);
+      if (worker === undefined) return Promise.resolve(false);
+      return new Promise((resolve) => readyWaiters.push(resolve));
+    },
+
+    async close() {
+      stopWorker();
+      reclaim();
+    },
+  };
+}
