@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
-import { describeError, type Logger } from "@almanac/core";
+import { describeError, InternalError, type Logger } from "@almanac/core";
 import type { ChunkMarkdownOptions } from "./chunk-markdown.js";
 import {
   fromWireChunk,
@@ -278,7 +278,12 @@ export function createChunkPreparer(options: ChunkPreparerOptions): ChunkPrepare
       if (worker === started && isIndexWorkerReply(message)) onReply(message);
     });
     started.on("error", (error) => onWorkerLost(started, error));
-    started.on("exit", (code) => onWorkerLost(started, new Error(`index worker exited with code ${code}`)));
+    started.on("exit", (code) =>
+      onWorkerLost(
+        started,
+        new InternalError("index.worker_exited", `index worker exited with code ${code}`),
+      ),
+    );
   };
 
   return {

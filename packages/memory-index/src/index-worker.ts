@@ -2,6 +2,7 @@
 // meanwhile writes the previous ones to the index. Bundled as its own entry into the server build
 // (apps/server/scripts/build.mjs); loaded from this TypeScript source under tsx and vitest.
 import { parentPort, workerData } from "node:worker_threads";
+import { InternalError } from "@almanac/core";
 import type { ChunkMarkdownOptions } from "./chunk-markdown.js";
 import {
   type IndexWorkerReply,
@@ -12,7 +13,8 @@ import {
 import { prepareIndexChunks } from "./prepare-index-chunks.js";
 
 const port = parentPort;
-if (port === null) throw new Error("index-worker.ts runs as a worker thread only");
+if (port === null)
+  throw new InternalError("index.worker_misused", "index-worker.ts runs as a worker thread only");
 const settings: unknown = workerData;
 const chunking: ChunkMarkdownOptions = isIndexWorkerSettings(settings) ? settings : {};
 
