@@ -70,9 +70,10 @@ const fromSources = workerFile.pathname.endsWith(".ts");
  * bench/search's 400 files (2.4 MB) index 20-30% faster with it, the year corpus (366 files, 1.1 MB, ~0.25 s)
  * 15-30% slower; a single saved file never starts it. From the TypeScript sources (tsx, vitest) the worker
  * registers tsx's hooks and loads every module through them, ~0.5-0.8 s on this 2-core machine before it
- * prepares anything, so only syncs of many megabytes are worth it.
+ * prepares anything: under tsx bench/search's 2.4 MB were 10-30% slower with it (threshold 1.5 MB), 4.2 MB
+ * 7-25% faster (threshold 3 MB), 8.3 MB 15-30% faster.
  */
-export const workerStartBytes = (fromSources ? 8 : 1.5) * 1024 * 1024;
+export const workerStartBytes = (fromSources ? 4 : 1.5) * 1024 * 1024;
 
 /**
  * Bytes of files sent to the worker at once: enough that it keeps busy while the main thread writes a batch of
