@@ -1,0 +1,100 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { gzipSync } from "node:zlib";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createNodeHttpFetch } from "./node-http-fetch.js";
+
+let server: Server;
+let base: string;
+const routes = new Map<string, (request: IncomingMessage, response: ServerResponse, body: string) => void>();
+
+beforeAll(async () => {
+  server = createServer((request, response) => {
+    let body = "";
+    request.setEncoding("utf8");
+    request.on("data", (chunk: string) => {
+      body += chunk;
+    });
+    request.on("end", () => routes.get(request.url ?? "")?.(request, response, body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+describe("createNodeHttpFetch", () => {
+  const nodeFetch = createNodeHttpFetch();
+
+  it("sends method, headers and body, and answers like fetch (status, headers, JSON)", async () => {
+    routes.set("/echo", (request, response, body) => {
+      response.writeHead(201, { "content-type": "application/json", "x-request-id": "req-1" });
+      response.end(JSON.stringify({ method: request.method, auth: request.headers.authorization, body }));
+    });
+    const response = await nodeFetch(`${base}/echo`, {
+      method: "POST",
+      headers: new Headers({ authorization: "Bearer k", "content-type": "application/json" }),
+      body: '{"a":"é"}',
+    });
+    expect(response.status).toBe(201);
+    expect(response.headers.get("x-request-id")).toBe("req-1");
+    expect(await response.json()).toEqual({ method: "POST", auth: "Bearer k", body: '{"a":"é"}' });
+  });
+
+  it("decodes a gzip body and gives a 204 no body", async () => {
+    routes.set("/gzip", (_request, response) => {
+      response.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" });
+      response.end(gzipSync('{"ok":true}'));
+    });
+    routes.set("/empty", (_request, response) => {
+      response.writeHead(204);
+      response.end();
+    });
+    expect(await (await nodeFetch(`${base}/gzip`)).json()).toEqual({ ok: true });
+    const empty = await nodeFetch(`${base}/empty`, { method: "DELETE" });
+    expect(empty.status).toBe(204);
+    expect(empty.body).toBeNull();
+  });
+
+  it("streams an event stream as it arrives", async () => {
+    let finish: (() => void) | undefined;
+    routes.set("/events", (_request, response) => {
+      response.writeHead(200, { "content-type": "text/event-stream" });
+      response.write("data: one\n\n");
+      finish = () => response.end("data: two\n\n");
+    });
+    const response = await nodeFetch(`${base}/events`);
+    const reader = response.body!.getReader();
+    const first = await reader.read();
+    expect(new TextDecoder().decode(first.value)).toBe("data: one\n\n");
+    finish?.();
+    const rest: string[] = [];
+    for (let next = await reader.read(); !next.done; next = await reader.read())
+      rest.push(new TextDecoder().decode(next.value));
+    expect(rest.join("")).toBe("data: two\n\n");
+  });
+
+  it("rejects with the signal's reason when aborted before or during the request", async () => {
+    routes.set("/hang", () => {});
+    const before = new AbortController();
+    before.abort(new Error("stop now"));
+    await expect(nodeFetch(`${base}/hang`, { signal: before.signal })).rejects.toThrow("stop now");
+    const during = new AbortController();
+    const pending = nodeFetch(`${base}/hang`, { signal: during.signal });
+    setTimeout(() => during.abort(), 20);
+    await expect(pending).rejects.toMatchObject({ name: "AbortError" });
+  });
+
+  it("rejects with a connection error when the socket dies mid-body or cannot connect", async () => {
+    routes.set("/cut", (_request, response) => {
+      response.writeHead(200, { "content-type": "application/json", "content-length": "100" });
+      response.write('{"partial":');
+      setTimeout(() => response.socket?.destroy(), 10);
+    });
+    await expect(nodeFetch(`${base}/cut`)).rejects.toMatchObject({ code: "ECONNRESET" });
+    await expect(nodeFetch("http://127.0.0.1:1/")).rejects.toMatchObject({ code: "ECONNREFUSED" });
+  });
+});
