@@ -192,12 +192,24 @@ async function main(): Promise<void> {
     const alone: number[] = [];
     for (let index = 0; index < 300; index += 1) alone.push(await direct());
     const cpuBefore = cpuMs(serverPid);
+    const systemBefore = cpuMs(serverPid, "system");
     const from = process.hrtime.bigint() / 1000n;
     const turns: number[] = [];
-    for (let index = 0; index < 300; index += 1) turns.push(await turn("sequential", `message ${index}`));
+    // CPU per block of 50 turns: a cost that grows with the history shows as a rising row.
+    const blocks: string[] = [];
+    let blockStart = cpuBefore;
+    for (let index = 0; index < 300; index += 1) {
+      turns.push(await turn("sequential", `message ${index}`));
+      if ((index + 1) % 50 === 0) {
+        const now = cpuMs(serverPid);
+        blocks.push(((now - blockStart) / 50).toFixed(2));
+        blockStart = now;
+      }
+    }
     const cpuPerTurn = (cpuMs(serverPid) - cpuBefore) / turns.length;
+    const systemPerTurn = (cpuMs(serverPid, "system") - systemBefore) / turns.length;
     note(
-      `1 session, 300 sequential turns: ${format(turns)}; the model alone ${format(alone)}; server CPU ${cpuPerTurn.toFixed(2)} ms a turn (monotonic µs ${from}–${process.hrtime.bigint() / 1000n})`,
+      `1 session, 300 sequential turns: ${format(turns)}; the model alone ${format(alone)}; server CPU ${cpuPerTurn.toFixed(2)} ms a turn, of it system ${systemPerTurn.toFixed(2)} ms (by 50 turns: ${blocks.join(", ")}) (monotonic µs ${from}–${process.hrtime.bigint() / 1000n})`,
     );
   }
 
@@ -314,13 +326,14 @@ function memory(pid: number): string {
   return `${(rss(pid) / 1024).toFixed(1)} MB (peak ${(statusKiB(pid, "VmHWM") / 1024).toFixed(1)} MB)`;
 }
 
-/** User + system CPU time of a process so far, in ms (/proc, Linux). */
-function cpuMs(pid: number): number {
+/** User + system (or system only) CPU time of a process so far, in ms (/proc, Linux). */
+function cpuMs(pid: number, part: "all" | "system" = "all"): number {
   const file = `/proc/${pid}/stat`;
   if (!existsSync(file)) return Number.NaN;
   const stat = readFileSync(file, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+  const system = Number(fields[12]);
+  return (part === "system" ? system : Number(fields[11]) + system) * 10;
 }
 
 function percentile(values: readonly number[], p: number): number {
