@@ -44,7 +44,25 @@ interface LocalParts {
   readonly time: string;
 }
 
+/**
+ * Since 1980 every zone's offset is a whole number of minutes, so one UTC minute is one local minute: the last
+ * minute asked for is kept per zone. `formatToParts` costs ~15 µs, and the server asks for the date of "now"
+ * several times a turn (statistics, daily logs).
+ */
+const WHOLE_MINUTE_OFFSETS_SINCE = Date.UTC(1980, 0, 1);
+const lastMinute = new Map<string, { readonly minute: number; readonly parts: LocalParts }>();
+
 function localParts(timestamp: number, timeZone: string): LocalParts {
+  const minute = Math.floor(timestamp / 60_000);
+  const cacheable = timestamp >= WHOLE_MINUTE_OFFSETS_SINCE;
+  const kept = cacheable ? lastMinute.get(timeZone) : undefined;
+  if (kept !== undefined && kept.minute === minute) return kept.parts;
+  const parts = formatParts(timestamp, timeZone);
+  if (cacheable) lastMinute.set(timeZone, { minute, parts });
+  return parts;
+}
+
+function formatParts(timestamp: number, timeZone: string): LocalParts {
   const parts = formatterFor(timeZone).formatToParts(new Date(timestamp));
   const part = (type: Intl.DateTimeFormatPartTypes) =>
     parts.find((candidate) => candidate.type === type)?.value ?? "00";
