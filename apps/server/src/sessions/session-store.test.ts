@@ -245,6 +245,17 @@ describe("transcripts", () => {
     expect(await collect(store.readTranscript(KEY))).toEqual([message("c")]);
   });
 
+  it("appends to a file put in the transcript's place by hand, after its own torn line", async () => {
+    await store.appendTranscript(KEY, [message("a")]);
+    const path = join(dir, `${STEM}.jsonl`);
+    const edited = `${await readFile(path, "utf8")}{"key":"${KEY}","message":{"id":"m-x"`;
+    await writeFile(`${path}.edit`, edited);
+    await rename(`${path}.edit`, path);
+    await store.appendTranscript(KEY, [message("b")]);
+    expect(await collect(store.readTranscript(KEY))).toEqual([message("a"), message("b")]);
+    expect(await readFile(path, "utf8")).toMatch(/"m-x"\n\{"key"/);
+  });
+
   it.skipIf(process.platform !== "linux")(
     "keeps a transcript open between appends and closes it on close, appending still working after",
     async () => {

@@ -36,10 +36,23 @@ export interface TranscriptFiles {
 /** Transcripts kept open for appending: about the sessions active at once (each costs one file descriptor). */
 const MAX_OPEN_TRANSCRIPTS = 64;
 
-/** A transcript's kept append handle and the file size right after our last append through it. */
+/**
+ * A transcript's kept append handle, the file it was opened on (to tell whether the path still names it), and
+ * the file size right after our last append through it.
+ */
 interface OpenTranscript {
   readonly handle: FileHandle;
+  readonly ino: number;
+  readonly dev: number;
   readonly end: number;
+}
+
+/** Writes all of `bytes` at the end of a file opened for appending (a write may take only part of them). */
+async function writeAll(handle: FileHandle, bytes: Buffer): Promise<void> {
+  for (let offset = 0; offset < bytes.byteLength; ) {
+    const { bytesWritten } = await handle.write(bytes, offset, bytes.byteLength - offset);
+    offset += bytesWritten;
+  }
 }
 
 /** The transcript lines of `messages`; throws `session.message_invalid` for one that could not be read back. */
@@ -58,27 +71,26 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
    * recently used closed first) so a turn's appends skip open, close and the torn-line check. Taken out of the
    * cache while in use; a kept handle whose file was replaced or removed meanwhile is closed and reopened.
    */
-  async function take(path: string): Promise<{ handle: FileHandle; size: number; end: number | undefined }> {
+  async function take(
+    path: string,
+  ): Promise<{ handle: FileHandle; ino: number; dev: number; size: number; end: number | undefined }> {
     const kept = openTranscripts.get(path);
     openTranscripts.delete(path);
     if (kept !== undefined) {
-      const [onDisk, opened] = await Promise.all([
-        stat(path).catch((error: unknown) => {
-          if (isErrnoCode(error, "ENOENT")) return undefined;
-          throw error;
-        }),
-        kept.handle.stat(),
-      ]).catch(async (error: unknown) => {
+      // One stat of the path: the same file (device and inode) as the kept handle's means its size is ours too.
+      const onDisk = await stat(path).catch(async (error: unknown) => {
+        if (isErrnoCode(error, "ENOENT")) return undefined;
         await kept.handle.close().catch(() => {});
         throw error;
       });
-      if (onDisk !== undefined && onDisk.ino === opened.ino && onDisk.dev === opened.dev)
-        return { handle: kept.handle, size: opened.size, end: kept.end };
+      if (onDisk !== undefined && onDisk.ino === kept.ino && onDisk.dev === kept.dev)
+        return { handle: kept.handle, ino: kept.ino, dev: kept.dev, size: onDisk.size, end: kept.end };
       await kept.handle.close().catch(() => {});
     }
     const handle = await open(path, "a+", 0o600);
     try {
-      return { handle, size: (await handle.stat()).size, end: undefined };
+      const { ino, dev, size } = await handle.stat();
+      return { handle, ino, dev, size, end: undefined };
     } catch (error) {
       await handle.close().catch(() => {});
       throw error;
@@ -100,7 +112,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
 
   return {
     async append(key, path, lines, alongside) {
-      const { handle, size, end } = await take(path);
+      const { handle, ino, dev, size, end } = await take(path);
       let kept = false;
       try {
         let prefix = "";
@@ -116,10 +128,10 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
             logger.warn({ key, path }, "transcript ended with a torn line; starting a new line after it");
           }
         }
-        const text = `${prefix}${lines.join("\n")}\n`;
-        const staging = alongside?.(size + Buffer.byteLength(text, "utf8"));
+        const bytes = Buffer.from(`${prefix}${lines.join("\n")}\n`, "utf8");
+        const staging = alongside?.(size + bytes.byteLength);
         const appending = (async () => {
-          await handle.appendFile(text, "utf8");
+          await writeAll(handle, bytes);
           await handle.sync();
         })();
         const [appended, staged] = await Promise.allSettled([appending, staging]);
@@ -128,7 +140,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
           throw appended.status === "rejected" ? appended.reason : (staged as PromiseRejectedResult).reason;
         }
         await staged.value?.publish({ syncDirectory: false });
-        keep(path, { handle, end: size + Buffer.byteLength(text, "utf8") });
+        keep(path, { handle, ino, dev, end: size + bytes.byteLength });
         kept = true;
       } catch (error) {
         // A full disk can take part of the lines: cut them off again so the transcript never holds a
