@@ -168,6 +168,7 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
   const openSession = (session: AgentSessionOptions): AgentSession => {
     const { sessionKey, systemPrompt } = session;
     const scope = options.scopeOf(sessionKey);
+    const sessionLogger = logger.child({ sessionKey });
     // Notices of the running turn; turns of one session never overlap (the lane scheduler).
     let notices: string[] = [];
     const compactor = createCompactor({
@@ -183,7 +184,7 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
           notices.push(event.notice);
         options.onCompaction?.(event, sessionKey);
       },
-      logger: logger.child({ sessionKey }), // the compactor binds component "compaction" itself
+      logger: sessionLogger, // the compactor binds component "compaction" itself
     });
     // Specs for measuring between turns: the same array a turn's toolkit gives (so the meter's cache hits).
     const measuringSpecs = (): readonly ToolSpec[] => specsFor(scope);
@@ -206,7 +207,7 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
           hooks,
           systemPrompt,
           maxIterations: config.agent.maxIterations,
-          logger: logger.child({ sessionKey }),
+          logger: sessionLogger,
         });
         // The text of the reasoning step in progress: what a stop keeps (finished steps are in memory).
         let stepText = "";
