@@ -16,6 +16,7 @@ export {
   MEMORY_GUIDE,
   type MemoryContextOptions,
   type MemoryFileReader,
+  memoryContextFiles,
   memoryGuideFor,
   sharedMemoryGuide,
 } from "./memory-context.js";

@@ -139,6 +139,41 @@ function sharedSections(scope: MemoryScope, today: string, yesterday: string): S
   ];
 }
 
+/** The files a memory context of `scope` at `now` is made of (workspace-relative), in section order. */
+export function memoryContextFiles(scope: MemoryScope, now: number, timeZone: string): string[] {
+  return sectionsAt(scope, now, timeZone).map((section) => section.path);
+}
+
+function sectionsAt(scope: MemoryScope, now: number, timeZone: string): Section[] {
+  const today = localDateOf(now, timeZone);
+  const yesterday = previousDate(today);
+  return scope.kind === "shared"
+    ? sharedSections(scope, today, yesterday)
+    : [
+        {
+          path: "MEMORY.md",
+          title: "MEMORY.md (long-term)",
+          keep: "head",
+          missing: "MEMORY.md does not exist yet.",
+          share: 0.5,
+        },
+        {
+          path: `memory/${today}.md`,
+          title: `memory/${today}.md (today)`,
+          keep: "tail",
+          missing: "No log for today yet.",
+          share: 0.3,
+        },
+        {
+          path: `memory/${yesterday}.md`,
+          title: `memory/${yesterday}.md (yesterday)`,
+          keep: "tail",
+          missing: "No log for yesterday.",
+          share: 0.2,
+        },
+      ];
+}
+
 /**
  * Builds the memory part of the system prompt: bounded excerpts of `MEMORY.md` and of today's and
  * yesterday's daily logs. Whatever is cut is stated in the text with the file to read, never silently.
@@ -146,35 +181,9 @@ function sharedSections(scope: MemoryScope, today: string, yesterday: string): S
 export async function buildMemoryContext(options: MemoryContextOptions): Promise<string> {
   const { store, timeZone, now, tokenCounter } = options;
   const budget = Math.max(0, Math.floor(options.budgetTokens ?? 2000));
-  const today = localDateOf(now, timeZone);
-  const yesterday = previousDate(today);
   const scope = options.scope ?? OWNER_SCOPE;
-  const sections: Section[] =
-    scope.kind === "shared"
-      ? sharedSections(scope, today, yesterday)
-      : [
-          {
-            path: "MEMORY.md",
-            title: "MEMORY.md (long-term)",
-            keep: "head",
-            missing: "MEMORY.md does not exist yet.",
-            share: 0.5,
-          },
-          {
-            path: `memory/${today}.md`,
-            title: `memory/${today}.md (today)`,
-            keep: "tail",
-            missing: "No log for today yet.",
-            share: 0.3,
-          },
-          {
-            path: `memory/${yesterday}.md`,
-            title: `memory/${yesterday}.md (yesterday)`,
-            keep: "tail",
-            missing: "No log for yesterday.",
-            share: 0.2,
-          },
-        ];
+  const today = localDateOf(now, timeZone);
+  const sections = sectionsAt(scope, now, timeZone);
   const files = await Promise.all(sections.map((section) => store.tryRead(section.path)));
   const lines = files.map((file) => (file === undefined ? [] : splitLines(file.content)));
   const needs = lines.map((fileLines) =>

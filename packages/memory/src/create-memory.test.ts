@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, realpath, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createToolkit } from "@almanac/agent";
@@ -70,6 +70,25 @@ async function searchTool(scope: MemoryScope, query: string): Promise<string> {
 const target = (shown: string) => ({ absolute: path.join(workspace, shown), shown, realRoot: workspace });
 
 describe("createMemory", () => {
+  it("gives each new session the memory context of the files as they are now (kept while none changed)", async () => {
+    memory = await createMemory(options());
+    const today = new Date().toISOString().slice(0, 10);
+    expect(await memory.memoryContext(OWNER_SCOPE)).toContain("MEMORY.md does not exist yet.");
+    await memory.store.write("MEMORY.md", "- The boat is called Wren\n");
+    const first = await memory.memoryContext(OWNER_SCOPE);
+    expect(first).toContain("The boat is called Wren");
+    expect(await memory.memoryContext(OWNER_SCOPE)).toBe(first);
+    // Edited in place by hand, same length: the new words show.
+    await writeFile(path.join(workspace, "MEMORY.md"), "- The boat is called Hawk\n");
+    expect(await memory.memoryContext(OWNER_SCOPE)).toContain("The boat is called Hawk");
+    // Today's log appearing, and a shared chat's own context beside the owner's.
+    await writeFile(path.join(workspace, "memory", `${today}.md`), "- Sailed at noon\n");
+    expect(await memory.memoryContext(OWNER_SCOPE)).toContain("Sailed at noon");
+    const shared = sharedScope({ channel: "discord", account: "default", kind: "group", id: "42" });
+    expect(await memory.memoryContext(shared)).not.toContain("Hawk");
+    expect(await memory.memoryContext(OWNER_SCOPE)).toContain("Hawk");
+  });
+
   it("indexes what the agent's file tools write, finds it in its scope only, and refuses a stale write", async () => {
     memory = await createMemory(options());
     const seen = new Map<string, string>();

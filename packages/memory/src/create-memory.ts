@@ -1,3 +1,5 @@
+import { lstat } from "node:fs/promises";
+import { join } from "node:path";
 import { readTextFile, type Tool, type WorkspaceTarget } from "@almanac/agent";
 import {
   type ChatModel,
@@ -12,6 +14,7 @@ import {
   isMemoryFilePath,
   type MemoryFileStore,
   type MemoryScope,
+  memoryContextFiles,
 } from "@almanac/memory-files";
 import {
   createEmbeddingGate,
@@ -204,6 +207,43 @@ export async function createMemory(options: MemoryOptions): Promise<Memory> {
     queue = createSummaryQueue({ stateDir, run, logger: partLogger, maxAttempts });
     await queue.start();
   }
+  /**
+   * The last memory context built per scope, with what its files were (inode, size, change times): a new
+   * session gets it again while none of them changed, instead of reading and counting the files anew (path
+   * checks, reads and token counts were ~13 % of the server's main thread while 100 sessions started at once).
+   * A write through the store replaces the file (a new inode); an edit in place changes its times.
+   */
+  const KEPT_CONTEXTS = 256; // scopes: the owner and each shared chat
+  const contexts = new Map<string, { readonly stamps: string; readonly text: string }>();
+  const memoryContext = async (scope: MemoryScope): Promise<string> => {
+    const now = Date.now();
+    const files = memoryContextFiles(scope, now, timeZone);
+    const stamps = (
+      await Promise.all(
+        files.map((file) =>
+          lstat(join(workspace, file), { bigint: true }).then(
+            (stats) => `${file}:${stats.ino}:${stats.size}:${stats.ctimeNs}:${stats.mtimeNs}`,
+            () => `${file}:-`,
+          ),
+        ),
+      )
+    ).join("|");
+    const key = JSON.stringify(scope);
+    const known = contexts.get(key);
+    if (known !== undefined && known.stamps === stamps) return known.text;
+    const text = await buildMemoryContext({
+      scope,
+      store,
+      timeZone,
+      now,
+      budgetTokens: options.contextTokens,
+      tokenCounter,
+    });
+    contexts.delete(key);
+    if (contexts.size >= KEPT_CONTEXTS) contexts.delete(contexts.keys().next().value ?? "");
+    contexts.set(key, { stamps, text });
+    return text;
+  };
   return {
     store,
     queue,
@@ -241,15 +281,7 @@ export async function createMemory(options: MemoryOptions): Promise<Memory> {
       void track("reindex", (onProgress) => indexer.reindex({ onProgress }));
       return true;
     },
-    memoryContext: (scope) =>
-      buildMemoryContext({
-        scope,
-        store,
-        timeZone,
-        now: Date.now(),
-        budgetTokens: options.contextTokens,
-        tokenCounter,
-      }),
+    memoryContext: (scope) => memoryContext(scope),
     async enqueue(job) {
       if (!queue || job.messages.length === 0) return;
       await queue.enqueue(job);
