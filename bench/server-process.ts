@@ -234,17 +234,25 @@ async function main(): Promise<void> {
     );
 
     const concurrent: number[] = [];
+    const firstTurns: number[] = [];
+    const laterTurns: number[] = [];
     // The monotonic clock (µs) is the one a `--cpu-prof` of the server stamps its samples with:
     // `npx tsx bench/cpu-profile.ts <file> --from <µs> --to <µs>` reads only this phase.
     const concurrentFrom = process.hrtime.bigint() / 1000n;
     await Promise.all(
       Array.from({ length: 100 }, async (_, session) => {
-        for (let index = 0; index < 10; index += 1)
-          concurrent.push(await turn(`c${session}`, `message ${index}`));
+        for (let index = 0; index < 10; index += 1) {
+          const latency = await turn(`c${session}`, `message ${index}`);
+          concurrent.push(latency);
+          (index === 0 ? firstTurns : laterTurns).push(latency);
+        }
       }),
     );
     note(
       `100 concurrent sessions × 10 turns: ${format(concurrent)} (monotonic µs ${concurrentFrom}–${process.hrtime.bigint() / 1000n})`,
+    );
+    note(
+      `  of them each session's first turn (a new session): ${format(firstTurns)}; the later ones: ${format(laterTurns)}`,
     );
     note(`RSS at the end: ${memory(serverPid)}; server CPU ${cpuMs(serverPid)} ms`);
   }
