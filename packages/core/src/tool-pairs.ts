@@ -10,6 +10,11 @@ export const MISSING_TOOL_RESULT_TEXT =
  * needed repair. Used after a crash (a turn cut short) and as a safety net before sending a prompt.
  */
 export function repairToolPairs(messages: readonly Message[]): readonly Message[] {
+  return pairsIntact(messages) ? messages : rebuildToolPairs(messages);
+}
+
+/** {@link repairToolPairs} by building the repaired copy (the same array back when nothing changed). */
+export function rebuildToolPairs(messages: readonly Message[]): readonly Message[] {
   const repaired: Message[] = [];
   let changed = false;
   let index = 0;
@@ -51,4 +56,38 @@ export function repairToolPairs(messages: readonly Message[]): readonly Message[
     }
   }
   return changed ? repaired : messages;
+}
+
+/**
+ * True when {@link repairToolPairs} would change nothing, found without building a copy: it runs on the whole
+ * history several times a turn (0.2 ms a turn at 600 messages when it built one every time).
+ */
+export function pairsIntact(messages: readonly Message[]): boolean {
+  let open: Set<string> | undefined;
+  let afterCalls = false;
+  for (const message of messages) {
+    if (message.role === "tool") {
+      if (!afterCalls || open === undefined) return false;
+      let results = 0;
+      for (const block of message.content) {
+        if (block.type !== "tool_result") continue;
+        if (!open.has(block.callId)) return false;
+        results += 1;
+      }
+      if (results === 0) return false;
+      for (const block of message.content) if (block.type === "tool_result") open.delete(block.callId);
+      continue;
+    }
+    if (open !== undefined && open.size > 0) return false;
+    open = undefined;
+    afterCalls = false;
+    if (message.role !== "assistant") continue;
+    for (const block of message.content) {
+      if (block.type !== "tool_call") continue;
+      open ??= new Set();
+      open.add(block.id);
+    }
+    afterCalls = open !== undefined;
+  }
+  return open === undefined || open.size === 0;
 }
