@@ -56,6 +56,7 @@ export class WorkingMemory {
   #messages: readonly Message[];
   #summary: RollingSummary | undefined;
   #counters: Readonly<Record<string, number>>;
+  #active: { readonly of: readonly Message[]; readonly active: readonly Message[] } | undefined;
 
   constructor(init: WorkingMemoryInit = {}) {
     this.#messages = Object.freeze([...(init.messages ?? [])]);
@@ -80,7 +81,12 @@ export class WorkingMemory {
 
   /** The messages that still go into the prompt: those without the `compacted` mark. */
   activeMessages(): readonly Message[] {
-    return this.#messages.filter((message) => !hasMark(message, "compacted"));
+    // Asked for several times a turn over the whole history: kept until the messages change.
+    if (this.#active?.of !== this.#messages) {
+      const of = this.#messages;
+      this.#active = { of, active: Object.freeze(of.filter((message) => !hasMark(message, "compacted"))) };
+    }
+    return this.#active.active;
   }
 
   /** Adds messages at the end. */
@@ -91,6 +97,7 @@ export class WorkingMemory {
 
   /** Replaces every message (compaction marks messages this way). */
   replaceMessages(messages: readonly Message[]): void {
+    if (messages === this.#messages) return; // already ours, frozen: nothing to copy
     this.#messages = Object.freeze([...messages]);
   }
 
