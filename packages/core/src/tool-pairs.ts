@@ -63,11 +63,11 @@ export function rebuildToolPairs(messages: readonly Message[]): readonly Message
  * history several times a turn (0.2 ms a turn at 600 messages when it built one every time).
  */
 export function pairsIntact(messages: readonly Message[]): boolean {
+  // The calls of the last assistant message that made any, while its tool messages follow; else undefined.
   let open: Set<string> | undefined;
-  let afterCalls = false;
   for (const message of messages) {
     if (message.role === "tool") {
-      if (!afterCalls || open === undefined) return false;
+      if (open === undefined) return false;
       let results = 0;
       for (const block of message.content) {
         if (block.type !== "tool_result") continue;
@@ -80,14 +80,12 @@ export function pairsIntact(messages: readonly Message[]): boolean {
     }
     if (open !== undefined && open.size > 0) return false;
     open = undefined;
-    afterCalls = false;
     if (message.role !== "assistant") continue;
     for (const block of message.content) {
       if (block.type !== "tool_call") continue;
       open ??= new Set();
       open.add(block.id);
     }
-    afterCalls = open !== undefined;
   }
   return open === undefined || open.size === 0;
 }

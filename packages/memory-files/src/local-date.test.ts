@@ -73,29 +73,16 @@ describe("local dates", () => {
 
 describe("local date and time of instants asked for again (kept per zone for the last minute)", () => {
   it("equal Intl's own answer in every zone, from 1980 on and before, across minute edges", () => {
-    const fresh = (timestamp: number, formatter: Intl.DateTimeFormat) => {
-      const parts = formatter.formatToParts(new Date(timestamp));
-      const part = (type: string) => parts.find((candidate) => candidate.type === type)?.value;
-      return `${part("year")}-${part("month")}-${part("day")} ${part("hour")}:${part("minute")}`;
-    };
-    const formatterOf = (timeZone: string) =>
-      new Intl.DateTimeFormat("en-US", {
-        timeZone,
-        year: "numeric",
-        month: "2-digit",
-        day: "2-digit",
-        hour: "2-digit",
-        minute: "2-digit",
-        hourCycle: "h23",
-      });
+    // An independent reference: Swedish dates read "YYYY-MM-DD HH:MM:SS" in 24-hour time.
+    const fresh = (timestamp: number, timeZone: string) =>
+      new Date(timestamp).toLocaleString("sv-SE", { timeZone }).slice(0, 16);
     let seed = 7;
     const random = () => {
       seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
       return seed / 2 ** 31;
     };
     for (const timeZone of Intl.supportedValuesOf("timeZone")) {
-      const formatter = formatterOf(timeZone);
-      for (let index = 0; index < 12; index += 1) {
+      for (let index = 0; index < 6; index += 1) {
         // From 1900 (offsets in seconds then) to 2100, then the same minute's edges and a second later.
         const base = Date.UTC(1900, 0, 1) + Math.floor(random() * 200 * 365.25 * 86_400_000);
         const minuteStart = base - (base % 60_000);
@@ -107,7 +94,7 @@ describe("local date and time of instants asked for again (kept per zone for the
           base + 1000,
         ]) {
           expect(`${localDateOf(timestamp, timeZone)} ${localTimeOf(timestamp, timeZone)}`).toBe(
-            fresh(timestamp, formatter),
+            fresh(timestamp, timeZone),
           );
         }
       }
