@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { appendFile, mkdir, readdir } from "node:fs/promises";
+import { appendFileSync } from "node:fs";
+import { mkdir, readdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Logger } from "@almanac/core";
 import { localDateOf } from "@almanac/memory-files";
@@ -56,8 +57,8 @@ export interface UsageDay {
 
 /**
  * What the server records for its charts, under `<home>/state/stats/`: model usage per day, each session's
- * turns and compactions, and a daily sample of the memory index. Append-only JSON lines, one fsynced append
- * at a time per file; a torn last line (a crash mid-append) is skipped on read. Recording never fails the
+ * turns and compactions, and a daily sample of the memory index. Append-only JSON lines, one append at a time
+ * per file (not fsynced); a torn last line (a crash mid-append) is skipped on read. Recording never fails the
  * caller: a write error is logged and the point is lost.
  */
 export interface StatsJournal {
@@ -168,10 +169,23 @@ export function createStatsJournal(options: StatsJournalOptions): StatsJournal {
   // write is already scheduled join it, so a busy server writes each file once per round rather than once per
   // record. Not fsynced: a statistics point needs to survive a crash of the process (the kernel has the write),
   // not a power cut; syncing cost two fdatasyncs and ten file-system calls a turn for chart points
-  // (bench/server-process.ts, 2026-12-03).
+  // (bench/server-process.ts, 2026-12-03). The append itself is blocking: a few hundred bytes into the page
+  // cache take microseconds, where the promise form's open, write and close through the thread pool were
+  // 2.4 % of the server's main thread over 300 sequential turns (profile, 2026-12-03).
   let writes: Promise<void> = Promise.resolve();
   const pending = new Map<string, string[]>();
   const madeFolders = new Set<string>();
+  // Session keys' file names, so a turn hashes nothing (bounded: cleared when full).
+  const sessionFiles = new Map<string, string>();
+  const fileOf = (sessionKey: string): string => {
+    let file = sessionFiles.get(sessionKey);
+    if (file === undefined) {
+      if (sessionFiles.size >= 10_000) sessionFiles.clear();
+      file = sessionFile(dir, sessionKey);
+      sessionFiles.set(sessionKey, file);
+    }
+    return file;
+  };
 
   const append = (file: string, record: object): Promise<void> => {
     const line = `${JSON.stringify(record)}\n`;
@@ -190,7 +204,7 @@ export function createStatsJournal(options: StatsJournalOptions): StatsJournal {
           await mkdir(folder, { recursive: true });
           madeFolders.add(folder);
         }
-        await appendFile(file, lines.join(""), "utf8");
+        appendFileSync(file, lines.join(""), "utf8");
       } catch (error) {
         // A folder removed meanwhile is made again next time.
         madeFolders.clear();
@@ -211,13 +225,13 @@ export function createStatsJournal(options: StatsJournalOptions): StatsJournal {
       });
     },
     recordTurn(record) {
-      void append(sessionFile(dir, record.sessionKey), { type: "turn", ...record });
+      void append(fileOf(record.sessionKey), { type: "turn", ...record });
     },
     recordCompaction(record) {
-      void append(sessionFile(dir, record.sessionKey), { type: "compaction", ...record });
+      void append(fileOf(record.sessionKey), { type: "compaction", ...record });
     },
     recordReset(sessionKey) {
-      void append(sessionFile(dir, sessionKey), { type: "reset", sessionKey, at: clock() });
+      void append(fileOf(sessionKey), { type: "reset", sessionKey, at: clock() });
     },
     async sampleMemory(sample) {
       await writes;
