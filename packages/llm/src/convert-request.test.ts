@@ -1,7 +1,7 @@
 import { createMessage } from "@almanac/core";
 import { type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { toChatCompletionBody } from "./convert-request.js";
+import { toChatCompletionBody, toChatCompletionJson } from "./convert-request.js";
 import { createOpenAIChatModel } from "./openai-chat-model.js";
 
 const messages = [createMessage({ role: "user", content: "hi" })];
@@ -39,6 +39,61 @@ describe("toChatCompletionBody's output cap", () => {
       toChatCompletionBody({ messages, maxOutputTokens: 50 }, { model: "m", defaultMaxOutputTokens: 900 })
         .max_tokens,
     ).toBe(50);
+  });
+});
+
+describe("toChatCompletionJson", () => {
+  const tool = Object.freeze({
+    name: "memory_search",
+    description: "Search memory",
+    parameters: { type: "object", properties: { query: { type: "string" } }, required: ["query"] },
+  });
+  const history = [
+    createMessage({ role: "system", content: "You are Almanac." }),
+    createMessage({ role: "user", content: [{ type: "text", text: 'a \u2028 "quoted" 你好' }] }),
+    createMessage({
+      role: "assistant",
+      content: [
+        { type: "reasoning", text: "think" },
+        { type: "text", text: "looking" },
+        { type: "tool_call", callId: "c1", name: "memory_search", arguments: '{"query":"x"}' },
+      ],
+    }),
+    createMessage({ role: "tool", content: [{ type: "tool_result", callId: "c1", content: "found" }] }),
+  ];
+
+  it("is the JSON of toChatCompletionBody, with tools, tool choice, temperature and extra fields", () => {
+    for (const includeReasoning of [false, true]) {
+      const request = {
+        messages: history,
+        tools: [tool],
+        toolChoice: { name: "memory_search" },
+        temperature: 0.2,
+        maxOutputTokens: 77,
+      };
+      const options = { model: "m", includeReasoning };
+      // Twice: the second call reads the cached pieces.
+      for (let round = 0; round < 2; round += 1) {
+        expect(JSON.parse(toChatCompletionJson(request, options, { stream: true }))).toEqual({
+          ...toChatCompletionBody(request, options),
+          stream: true,
+        });
+      }
+    }
+    expect(JSON.parse(toChatCompletionJson({ messages: [] }, { model: "m" }))).toEqual({
+      model: "m",
+      messages: [],
+    });
+  });
+
+  it("encodes a message that is not frozen anew each time", () => {
+    const open = { ...createMessage({ role: "user", content: "before" }) };
+    expect(Object.isFrozen(open)).toBe(false);
+    toChatCompletionJson({ messages: [open] }, { model: "m" });
+    (open as { content: unknown }).content = [{ type: "text", text: "after" }];
+    expect(JSON.parse(toChatCompletionJson({ messages: [open] }, { model: "m" })).messages).toEqual([
+      { role: "user", content: "after" },
+    ]);
   });
 });
 

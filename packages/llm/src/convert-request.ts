@@ -1,4 +1,10 @@
-import { type ChatRequest, type ToolChoice, type ToolSpec, toOpenAIMessages } from "@almanac/core";
+import {
+  type ChatRequest,
+  type ToolChoice,
+  type ToolSpec,
+  toOpenAIMessages,
+  toOpenAIMessagesJson,
+} from "@almanac/core";
 import type {
   ChatCompletionCreateParamsNonStreaming,
   ChatCompletionFunctionTool,
@@ -49,6 +55,44 @@ export function toChatCompletionBody(
     ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
     ...outputCap(request, options),
   };
+}
+
+/** Each frozen tool spec's wire JSON (tool specs are built once per agent and frozen). */
+const toolJson = new WeakMap<ToolSpec, string>();
+
+/**
+ * {@link toChatCompletionBody} (plus `extra` fields, e.g. `stream`) as the JSON text of the request body: the
+ * history's and the tools' JSON is made once per message and tool (core's `toOpenAIMessagesJson`), not for every
+ * request. The same fields as the object form; `messages` comes first.
+ */
+export function toChatCompletionJson(
+  request: ChatRequest,
+  options: ConvertRequestOptions,
+  extra: Readonly<Record<string, unknown>> = {},
+): string {
+  const messages = toOpenAIMessagesJson(request.messages, {
+    includeReasoning: options.includeReasoning ?? false,
+  });
+  const tools = request.tools ?? [];
+  const toolsJson = tools.map((tool) => {
+    let json = toolJson.get(tool);
+    if (json === undefined) {
+      json = JSON.stringify(toFunctionTool(tool));
+      if (Object.isFrozen(tool)) toolJson.set(tool, json);
+    }
+    return json;
+  });
+  const rest = JSON.stringify({
+    model: options.model,
+    ...(request.toolChoice === undefined || tools.length === 0
+      ? {}
+      : { tool_choice: toToolChoice(request.toolChoice) }),
+    ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+    ...outputCap(request, options),
+    ...extra,
+  });
+  const toolsField = tools.length === 0 ? "" : `,"tools":[${toolsJson.join(",")}]`;
+  return `{"messages":${messages}${toolsField},${rest.slice(1)}`;
 }
 
 function toFunctionTool(tool: ToolSpec): ChatCompletionFunctionTool {

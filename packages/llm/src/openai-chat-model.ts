@@ -8,12 +8,12 @@ import type {
 } from "@almanac/core";
 import { createAttemptSignal } from "./attempt-signal.js";
 import { classifyError, type ErrorContext } from "./classify-error.js";
-import { type OutputCapParameter, toChatCompletionBody } from "./convert-request.js";
+import { type OutputCapParameter, toChatCompletionJson } from "./convert-request.js";
 import { parseChatCompletion } from "./convert-response.js";
 import { isModelError } from "./model-error.js";
 import { type EndpointConfig, integerAtLeast, resolveEndpoint } from "./resolve-endpoint.js";
 import { type RetryInfo, withRetry } from "./retry.js";
-import { type ChatCallHooks, streamChat } from "./stream-chat.js";
+import { type ChatCallHooks, jsonContentType, streamChat } from "./stream-chat.js";
 import { createUsageTracker, type UsageTotals } from "./usage-tracker.js";
 
 /** One successful call's usage, for metrics. */
@@ -141,11 +141,15 @@ export function createOpenAIChatModel(config: OpenAIChatModelConfig): OpenAIChat
     async complete(request) {
       const startedMs = now();
       const timeoutMs = timeoutOf(request);
-      const body = toChatCompletionBody(request, bodyOptions);
+      const body = toChatCompletionJson(request, bodyOptions);
       const attemptOnce = async (attempt: number): Promise<ChatResponse> => {
         const attemptSignal = createAttemptSignal(request.signal, timeoutMs);
         try {
-          const raw: unknown = await (await endpoint.client()).chat.completions.create(body, {
+          // The SDK's generic request with the body already JSON (see toChatCompletionJson): the same request
+          // `chat.completions.create` makes, without serialising the whole history again.
+          const raw: unknown = await (await endpoint.client()).post<unknown>("/chat/completions", {
+            body,
+            headers: jsonContentType,
             signal: attemptSignal.signal,
             timeout: timeoutMs,
           });
@@ -175,11 +179,10 @@ export function createOpenAIChatModel(config: OpenAIChatModelConfig): OpenAIChat
 
     // A generator method, so even a bad request setting surfaces on iteration, like every other failure.
     async *stream(request): AsyncGenerator<ChatStreamEvent, void, undefined> {
-      const body = {
-        ...toChatCompletionBody(request, bodyOptions),
-        stream: true as const,
+      const body = toChatCompletionJson(request, bodyOptions, {
+        stream: true,
         ...((config.streamUsage ?? true) ? { stream_options: { include_usage: true } } : {}),
-      };
+      });
       yield* streamChat({ endpoint, body, request, timeoutMs: timeoutOf(request), hooks });
     },
   };

@@ -1,5 +1,6 @@
 import type { AlmanacError, ChatRequest, ChatResponse, ChatStreamEvent } from "@almanac/core";
-import type { ChatCompletionCreateParamsStreaming } from "openai/resources/chat/completions";
+import type { Stream } from "openai/core/streaming";
+import type { ChatCompletionChunk } from "openai/resources/chat/completions";
 import { createAttemptSignal } from "./attempt-signal.js";
 import { classifyError, type ErrorContext } from "./classify-error.js";
 import { ModelError } from "./model-error.js";
@@ -16,10 +17,14 @@ export interface ChatCallHooks {
   now(): number;
 }
 
+/** A body that is JSON text already: with this header the SDK sends it as it is. */
+export const jsonContentType = { "content-type": "application/json" } as const;
+
 /** Inputs of {@link streamChat}. */
 export interface StreamChatOptions {
   readonly endpoint: ResolvedEndpoint;
-  readonly body: ChatCompletionCreateParamsStreaming;
+  /** The request body as JSON, `stream: true` in it (convert-request's `toChatCompletionJson`). */
+  readonly body: string;
   readonly request: ChatRequest;
   readonly timeoutMs: number;
   readonly hooks: ChatCallHooks;
@@ -39,7 +44,10 @@ export async function* streamChat(
     let failure: AlmanacError;
     const attemptSignal = createAttemptSignal(request.signal, timeoutMs);
     try {
-      const stream = await (await endpoint.client()).chat.completions.create(body, {
+      const stream = await (await endpoint.client()).post<Stream<ChatCompletionChunk>>("/chat/completions", {
+        body,
+        headers: jsonContentType,
+        stream: true,
         signal: attemptSignal.signal,
         timeout: timeoutMs,
       });
