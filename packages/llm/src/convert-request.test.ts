@@ -56,7 +56,7 @@ describe("toChatCompletionJson", () => {
       content: [
         { type: "reasoning", text: "think" },
         { type: "text", text: "looking" },
-        { type: "tool_call", callId: "c1", name: "memory_search", arguments: '{"query":"x"}' },
+        { type: "tool_call", id: "c1", name: "memory_search", arguments: '{"query":"x"}' },
       ],
     }),
     createMessage({ role: "tool", content: [{ type: "tool_result", callId: "c1", content: "found" }] }),

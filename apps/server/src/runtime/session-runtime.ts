@@ -141,12 +141,16 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
     return { version: 1, key, createdAt, updatedAt: stats.lastActivity, memory: memory.toJSON(), stats };
   }
 
-  /** Appends the messages not yet in the transcript (ids not in `transcribed`), and remembers them. */
+  /**
+   * Appends the messages not yet in the transcript (ids not in `transcribed`), and remembers them. Written before
+   * this resolves (kept if the process dies); their fsync runs on beside the model call and {@link persist}, which
+   * ends every turn, waits for it: a turn's appends cost one fsync in series, not one per reasoning step.
+   */
   async function transcribe(transcribed: Set<string>): Promise<void> {
     const added = memory.messages.filter((message) => !transcribed.has(message.id));
     if (added.length === 0) return;
     try {
-      await session.append(added);
+      await session.append(added, { syncLater: true });
     } catch (error) {
       untranscribed = new Set(added.map((message) => message.id));
       throw error;
@@ -168,7 +172,8 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
       !force && saved !== undefined && saved.turnsSince + 1 < CHECKPOINT_TURNS && onlyAppended(saved, memory);
     try {
       if (appendOnly) {
-        if (added.length > 0) await session.append(added);
+        // With no messages, this waits for the fsync of the turn's earlier appends.
+        await session.append(added);
         stats = currentStats();
         checkpoint = { ...saved, turnsSince: saved.turnsSince + 1 };
       } else {
