@@ -142,9 +142,12 @@ async function throughput(directory: string): Promise<void> {
         backend,
         ...(embedder === undefined ? {} : { embedder }),
       });
+      const from = process.hrtime.bigint() / 1000n;
       const started = performance.now();
       const report = await indexer.sync();
       const seconds = (performance.now() - started) / 1000;
+      // The monotonic clock (µs) a `--cpu-prof` stamps its samples with: bench/cpu-profile.ts --from/--to.
+      if (indexOnly) console.error(`sync: monotonic µs ${from}–${process.hrtime.bigint() / 1000n}`);
       const label = withEmbedder ? "with local scripted embedder (256-d)" : "full-text only";
       console.log(
         `| index ${label} | ${report.filesIndexed} files, ${report.chunksIndexed} chunks | ${(report.chunksIndexed / seconds).toFixed(0)} chunks/s | ${seconds.toFixed(1)} s |`,
