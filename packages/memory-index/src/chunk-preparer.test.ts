@@ -1,5 +1,7 @@
 import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -60,11 +62,46 @@ async function prepareAll(using: ChunkPreparer) {
 
 const expected = () => notes.map((note) => prepareIndexChunks(note.path, note.bytes, chunking));
 
+/**
+ * The modules the index worker loads, from the import statements of its source and of every module it imports
+ * (`import type` is erased, so not followed); packages outside the workspace by name.
+ */
+function workerModules(): Set<string> {
+  const loaded = new Set<string>();
+  const visit = (file: string): void => {
+    if (loaded.has(file)) return;
+    loaded.add(file);
+    const source = readFileSync(file, "utf8");
+    for (const [, specifier] of source.matchAll(
+      /^(?:import|export)\s+(?!type\s)[^;]*?from\s+"([^"]+)"/gmsu,
+    )) {
+      if (specifier!.startsWith("."))
+        visit(path.resolve(path.dirname(file), specifier!.replace(/\.js$/u, ".ts")));
+      else if (specifier!.startsWith("@almanac/")) visit(createRequire(file).resolve(specifier!));
+      else loaded.add(specifier!);
+    }
+  };
+  visit(fileURLToPath(new URL("./index-worker.ts", import.meta.url)));
+  return loaded;
+}
+
 describe("createChunkPreparer", () => {
   it("prepares a burst of files in the worker thread, with the chunks this thread would make", async () => {
     preparer = createChunkPreparer({ chunking, logger: createRecordingLogger(), workerStartBytes: 1 });
     expect(await prepareAll(preparer)).toEqual(expected());
     expect(preparer.stats().preparedInWorker).toBeGreaterThan(0);
+  });
+
+  it("starts a worker that loads the token counter and the error classes, not all of @almanac/core", () => {
+    // From the sources each module costs the worker a compile: core's index (zod, every core module) made it
+    // ready 160-270 ms later under tsx.
+    const modules = [...workerModules()];
+    const core = fileURLToPath(new URL("../../core/src/", import.meta.url));
+    expect(
+      modules.filter((module) => module.startsWith(core)).map((module) => path.relative(core, module)),
+    ).toEqual(expect.arrayContaining(["token-counter.ts", "errors.ts"]));
+    expect(modules).not.toContain(path.join(core, "index.ts"));
+    expect(modules).not.toContain("zod");
   });
 
   it("keeps a single small file on this thread, without starting the worker", async () => {

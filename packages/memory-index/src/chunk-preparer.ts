@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { describeError, InternalError, type Logger } from "@almanac/core";
 import type { ChunkMarkdownOptions } from "./chunk-markdown.js";
@@ -68,12 +68,10 @@ const fromSources = workerFile.pathname.endsWith(".ts");
  * Bytes of files in one go (submitted since the preparer was last idle, plus those the caller expects) that
  * start the worker. Built, the worker is ready in ~0.1-0.15 s, cold (its token counter learns the pieces anew):
  * bench/search's 400 files (2.4 MB) index 20-30% faster with it, the year corpus (366 files, 1.1 MB, ~0.25 s)
- * 15-30% slower; a single saved file never starts it. From the TypeScript sources (tsx, vitest) the worker
- * registers tsx's hooks and loads every module through them, ~0.5-0.8 s on this 2-core machine before it
- * prepares anything: under tsx bench/search's 2.4 MB were 10-30% slower with it (threshold 1.5 MB), 4.2 MB
- * 7-25% faster (threshold 3 MB), 8.3 MB 15-30% faster.
+ * 15-30% slower; a single saved file never starts it. From the TypeScript sources (tsx, vitest) it is ready in
+ * ~0.15-0.25 s (see {@link startIndexWorker}; it was 0.5-0.8 s, when the threshold there was 4 MB).
  */
-export const workerStartBytes = (fromSources ? 4 : 1.5) * 1024 * 1024;
+export const workerStartBytes = 1.5 * 1024 * 1024;
 
 /**
  * Bytes of files sent to the worker at once: enough that it keeps busy while the main thread writes a batch of
@@ -98,16 +96,17 @@ interface Job extends PreparationJob {
   wake: (() => void) | undefined;
 }
 
-/** Starts the index worker from the build, or from the TypeScript sources through tsx's loader. */
+/** Starts the index worker from the build, or from the TypeScript sources through tsx's CommonJS loader. */
 function startIndexWorker(settings: IndexWorkerSettings): Worker {
   if (!fromSources) return new Worker(workerFile, { workerData: settings });
   // Under tsx or vitest a worker does not get tsx's hooks (on Node 20, `--import tsx` registers them in the
-  // main thread only), so it registers them itself before loading the source. tsx's ESM API, not its CommonJS
-  // one (which `require.resolve` names): that one's register() cannot find tsx's hooks from a worker (tsx 4.23).
-  const tsxApi = createRequire(import.meta.url)
-    .resolve("tsx/esm/api")
-    .replace(/\.cjs$/, ".mjs");
-  const bootstrap = `import(${JSON.stringify(pathToFileURL(tsxApi).href)}).then(({ register }) => { register(); return import(${JSON.stringify(workerFile.href)}); });`;
+  // main thread only), so it registers tsx itself before loading the source: tsx's CommonJS `register()`,
+  // which compiles in the worker's own thread (~5 ms, its API ~15 ms to load). The ESM one starts a hooks
+  // thread of its own and sends every import through it: ~85 ms to load, ~140-175 ms to register, and the
+  // worker was ready only after 0.5-0.8 s (now ~0.15-0.25 s). The modules the worker loads are therefore
+  // compiled to CommonJS there: no top-level await in them (chunk-preparer.test.ts runs this worker).
+  const tsxApi = createRequire(import.meta.url).resolve("tsx/cjs/api");
+  const bootstrap = `require(${JSON.stringify(tsxApi)}).register(); require(${JSON.stringify(fileURLToPath(workerFile))});`;
   return new Worker(bootstrap, { eval: true, workerData: settings });
 }
 

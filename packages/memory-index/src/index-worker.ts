@@ -2,7 +2,7 @@
 // meanwhile writes the previous ones to the index. Bundled as its own entry into the server build
 // (apps/server/scripts/build.mjs); loaded from this TypeScript source under tsx and vitest.
 import { parentPort, workerData } from "node:worker_threads";
-import { InternalError } from "@almanac/core";
+import { InternalError } from "@almanac/core/errors";
 import type { ChunkMarkdownOptions } from "./chunk-markdown.js";
 import {
   type IndexWorkerReply,
