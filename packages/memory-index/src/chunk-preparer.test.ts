@@ -92,16 +92,32 @@ describe("createChunkPreparer", () => {
     expect(preparer.stats().preparedInWorker).toBeGreaterThan(0);
   });
 
-  it("starts a worker that loads the token counter and the error classes, not all of @almanac/core", () => {
-    // From the sources each module costs the worker a compile: core's index (zod, every core module) made it
-    // ready 160-270 ms later under tsx.
+  it("starts a worker that loads the text analysis, neither the token counter nor all of @almanac/core", () => {
+    // From the sources each module costs the worker a compile (core's index, zod and every core module: the
+    // worker was ready 160-270 ms later under tsx), and the token counter's table is this thread's to load.
     const modules = [...workerModules()];
+    const source = fileURLToPath(new URL("./", import.meta.url));
     const core = fileURLToPath(new URL("../../core/src/", import.meta.url));
-    expect(
-      modules.filter((module) => module.startsWith(core)).map((module) => path.relative(core, module)),
-    ).toEqual(expect.arrayContaining(["token-counter.ts", "errors.ts"]));
-    expect(modules).not.toContain(path.join(core, "index.ts"));
+    expect(modules).toContain(path.join(source, "text-analysis.ts"));
+    expect(modules.filter((module) => module.startsWith(core))).toEqual([path.join(core, "errors.ts")]);
+    expect(modules).not.toContain(path.join(source, "chunk-markdown.ts"));
     expect(modules).not.toContain("zod");
+  });
+
+  it("uses the worker with a custom token counter too: counting and cutting stay on this thread", async () => {
+    const counting = { ...chunking, countTokens: (text: string) => Math.ceil(text.length / 3) };
+    preparer = createChunkPreparer({
+      chunking: counting,
+      logger: createRecordingLogger(),
+      workerStartBytes: 1,
+    });
+    const jobs = notes.map((note) => preparer!.submit(note.path, note.bytes));
+    expect(await preparer.whenWorkerReady()).toBe(true);
+    for (const [index, job] of jobs.entries()) {
+      const chunks = (await preparer.take(job)).map(({ termText: _termText, ...chunk }) => chunk);
+      expect(chunks).toEqual(prepareIndexChunks(notes[index]!.path, notes[index]!.bytes, counting));
+    }
+    expect(preparer.stats().preparedInWorker).toBeGreaterThan(0);
   });
 
   it("keeps a single small file on this thread, without starting the worker", async () => {
@@ -150,7 +166,7 @@ describe("createChunkPreparer", () => {
     });
     expect(await prepareAll(preparer)).toEqual(expected());
 
-    // The real worker, with options chunkMarkdown refuses: the worker fails, this thread throws.
+    // The real worker, with options chunkMarkdown refuses: cutting the files fails on this thread, which throws.
     const invalid = { maxTokens: 1.5 };
     const refused = createChunkPreparer({
       chunking: invalid,

@@ -3,22 +3,22 @@ import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { describeError, InternalError, type Logger } from "@almanac/core";
 import type { ChunkMarkdownOptions } from "./chunk-markdown.js";
+import { searchableText } from "./hybrid-score.js";
 import {
-  fromWireChunk,
   type IndexWorkerReply,
   type IndexWorkerRequest,
-  type IndexWorkerSettings,
   isIndexWorkerReply,
+  withWireAnalysis,
 } from "./index-worker-protocol.js";
-import { prepareIndexChunks } from "./prepare-index-chunks.js";
-import type { IndexChunk } from "./types.js";
+import { analyzedChunk, chunkIndexFile, prepareIndexChunks } from "./prepare-index-chunks.js";
+import type { IndexChunk, MemoryChunk } from "./types.js";
 
 /** Options of {@link createChunkPreparer}. */
 export interface ChunkPreparerOptions {
   readonly chunking?: ChunkMarkdownOptions;
   readonly logger: Logger;
   /** Starts the index worker (default: `index-worker.ts`, or the build's bundled entry); tests inject others. */
-  readonly startWorker?: (settings: IndexWorkerSettings) => Worker;
+  readonly startWorker?: () => Worker;
   /** Idle time after which the worker is stopped, giving its memory back (default 10 s). */
   readonly idleMs?: number;
   /** Bytes of files expected in one go that start the worker (default {@link workerStartBytes}). */
@@ -31,9 +31,12 @@ export interface PreparationJob {
 }
 
 /**
- * Prepares memory files' chunks (token counts, index terms) in order, on a worker thread when there is enough
- * of them, so the main thread writes one batch to the index while the worker prepares the next: on two cores
- * a sync then costs about the larger of the two halves instead of their sum.
+ * Prepares memory files' chunks (token counts, index terms) in order. When there is enough of them, a worker
+ * thread finds the chunks' index terms while this thread counts tokens, cuts the next files into chunks and
+ * writes a batch to the index: on two cores a sync then costs about the larger of the two halves instead of
+ * their sum. Split by stage, not by file, so each thread warms up (JIT, the token counter's table and learnt
+ * pieces, the segmenter) only the code it runs: the worker started cold on the counting too, and both threads
+ * paid that.
  */
 export interface ChunkPreparer {
   /**
@@ -44,10 +47,11 @@ export interface ChunkPreparer {
   /**
    * The chunks of a submitted file. A job the worker has not been sent is prepared on this thread; while the
    * worker is still busy with this one, this thread prepares queued jobs from the back instead of waiting.
-   * Throws what preparing the file throws (always as thrown on this thread: a job the worker failed is redone here).
+   * Throws what preparing the file throws (always as thrown on this thread: chunks the worker failed on are
+   * analysed again here).
    */
   take(job: PreparationJob): Promise<IndexChunk[]>;
-  /** Files prepared on each side so far (logs, tests). */
+  /** Files prepared on this thread alone, and files whose chunks the worker analysed, so far (logs, tests). */
   stats(): { readonly preparedHere: number; readonly preparedInWorker: number };
   /** Resolves true once the worker is ready, false when there is none or it stopped (tests). */
   whenWorkerReady(): Promise<boolean>;
@@ -74,10 +78,10 @@ const fromSources = workerFile.pathname.endsWith(".ts");
 export const workerStartBytes = 1.5 * 1024 * 1024;
 
 /**
- * Bytes of files sent to the worker at once: enough that it keeps busy while the main thread writes a batch of
- * 500 chunks (~60 ms; ~40 files of a few kilobytes at the worker's ~1.5 ms a file), few enough that the main
- * thread has queued files left to prepare itself when it would wait. Built, bench/search's 400 files of ~6 KB:
- * 2,434-2,646 chunks/s with 32 files at once, 2,142-2,823 (median 2,711) with 64 (alternating, load ~1.1).
+ * Bytes of files whose chunks are with the worker at once: enough that it keeps busy while the main thread
+ * writes a batch of 500 chunks (~50 ms; ~64 files of ~6 KB at the worker's ~0.4-0.8 ms a file), few enough
+ * that the main thread has queued files left to prepare itself when it would wait. (With whole files in the
+ * worker, built, bench/search's 400 files: 2,434-2,646 chunks/s with 32 files at once, 2,142-2,823 with 64.)
  */
 const WORKER_IN_FLIGHT_BYTES = 384 * 1024;
 
@@ -92,13 +96,15 @@ interface Job extends PreparationJob {
   readonly id: number;
   readonly relative: string;
   readonly content: Uint8Array;
+  /** Its chunks, once cut on this thread for the worker to analyse. */
+  chunks: MemoryChunk[] | undefined;
   state: JobState;
   wake: (() => void) | undefined;
 }
 
 /** Starts the index worker from the build, or from the TypeScript sources through tsx's CommonJS loader. */
-function startIndexWorker(settings: IndexWorkerSettings): Worker {
-  if (!fromSources) return new Worker(workerFile, { workerData: settings });
+function startIndexWorker(): Worker {
+  if (!fromSources) return new Worker(workerFile);
   // Under tsx or vitest a worker does not get tsx's hooks (on Node 20, `--import tsx` registers them in the
   // main thread only), so it registers tsx itself before loading the source: tsx's CommonJS `register()`,
   // which compiles in the worker's own thread (~5 ms, its API ~15 ms to load). The ESM one starts a hooks
@@ -107,7 +113,7 @@ function startIndexWorker(settings: IndexWorkerSettings): Worker {
   // compiled to CommonJS there: no top-level await in them (chunk-preparer.test.ts runs this worker).
   const tsxApi = createRequire(import.meta.url).resolve("tsx/cjs/api");
   const bootstrap = `require(${JSON.stringify(tsxApi)}).register(); require(${JSON.stringify(fileURLToPath(workerFile))});`;
-  return new Worker(bootstrap, { eval: true, workerData: settings });
+  return new Worker(bootstrap, { eval: true });
 }
 
 /**
@@ -125,8 +131,6 @@ export function createChunkPreparer(options: ChunkPreparerOptions): ChunkPrepare
   const { chunking, logger } = options;
   const idleMs = options.idleMs ?? 10_000;
   const startWorker = options.startWorker ?? startIndexWorker;
-  // A custom token counter is a function: it cannot cross to another thread.
-  const workerAllowed = chunking?.countTokens === undefined;
   const queue: Job[] = [];
   const inFlight = new Map<number, Job>();
   let inFlightBytes = 0;
@@ -157,7 +161,11 @@ export function createChunkPreparer(options: ChunkPreparerOptions): ChunkPrepare
   const prepareHere = (job: Job): void => {
     preparedHere += 1;
     try {
-      job.state = { kind: "prepared", chunks: prepareIndexChunks(job.relative, job.content, chunking) };
+      const chunks =
+        job.chunks === undefined
+          ? prepareIndexChunks(job.relative, job.content, chunking)
+          : job.chunks.map(analyzedChunk);
+      job.state = { kind: "prepared", chunks };
     } catch (error) {
       job.state = { kind: "thrown", error };
     }
@@ -212,10 +220,21 @@ export function createChunkPreparer(options: ChunkPreparerOptions): ChunkPrepare
     if (worker === undefined || !ready) return;
     while (queue.length > 0 && (inFlight.size === 0 || inFlightBytes < WORKER_IN_FLIGHT_BYTES)) {
       const job = queue.shift()!;
+      // This thread's half: counting and cutting (a file that cannot be cut throws here, as it always has).
+      try {
+        job.chunks ??= chunkIndexFile(job.relative, job.content, chunking);
+      } catch (error) {
+        settle(job, { kind: "thrown", error });
+        continue;
+      }
+      if (job.chunks.length === 0) {
+        settle(job, { kind: "prepared", chunks: [] });
+        continue;
+      }
       job.state = { kind: "sent" };
       inFlight.set(job.id, job);
       inFlightBytes += job.bytes;
-      const request: IndexWorkerRequest = { id: job.id, path: job.relative, bytes: job.content };
+      const request: IndexWorkerRequest = { id: job.id, texts: job.chunks.map(searchableText) };
       worker.postMessage(request);
     }
     if (inFlight.size > 0) {
@@ -243,25 +262,25 @@ export function createChunkPreparer(options: ChunkPreparerOptions): ChunkPrepare
     if (job === undefined) return;
     inFlight.delete(message.id);
     inFlightBytes -= job.bytes;
-    if (message.kind === "prepared") preparedInWorker += 1;
-    settle(
-      job,
-      message.kind === "prepared"
-        ? { kind: "prepared", chunks: message.chunks.map(fromWireChunk) }
-        : { kind: "failed-in-worker" },
-    );
+    const chunks = job.chunks ?? [];
+    if (message.kind === "analysed" && message.analyses.length === chunks.length) {
+      preparedInWorker += 1;
+      const { analyses } = message;
+      settle(job, {
+        kind: "prepared",
+        chunks: chunks.map((chunk, index) => withWireAnalysis(chunk, analyses[index]!)),
+      });
+    } else {
+      settle(job, { kind: "failed-in-worker" });
+    }
     pump();
   };
 
   const ensureWorker = (): void => {
-    if (worker !== undefined || broken || !workerAllowed || burstBytes + comingBytes < startBytes) return;
-    const settings: IndexWorkerSettings = {
-      ...(chunking?.maxTokens === undefined ? {} : { maxTokens: chunking.maxTokens }),
-      ...(chunking?.overlapTokens === undefined ? {} : { overlapTokens: chunking.overlapTokens }),
-    };
+    if (worker !== undefined || broken || burstBytes + comingBytes < startBytes) return;
     let started: Worker;
     try {
-      started = startWorker(settings);
+      started = startWorker();
     } catch (error) {
       worker = undefined;
       broken = true;
@@ -293,6 +312,7 @@ export function createChunkPreparer(options: ChunkPreparerOptions): ChunkPrepare
         relative,
         content,
         bytes: content.byteLength,
+        chunks: undefined,
         state: { kind: "queued" },
         wake: undefined,
       };

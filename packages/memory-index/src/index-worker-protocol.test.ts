@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { fromWireChunk, toWireChunk } from "./index-worker-protocol.js";
-import type { IndexChunk } from "./types.js";
+import { toWireAnalysis, withWireAnalysis } from "./index-worker-protocol.js";
+import type { MemoryChunk } from "./types.js";
 
-const chunk = (terms: readonly string[]): IndexChunk => ({
+const chunk: MemoryChunk = {
   id: "memory/a.md:1-2:0123456789abcdef",
   path: "memory/a.md",
   startLine: 1,
@@ -11,25 +11,24 @@ const chunk = (terms: readonly string[]): IndexChunk => ({
   text: "Passport renewal",
   hash: "0123456789abcdef",
   tokens: 3,
-  terms,
-  textLength: 2,
-});
+};
 
-describe("the index worker's chunk form", () => {
+describe("the index worker's analysis form", () => {
   it("sends the terms as one string and gives the same terms back", () => {
-    const original = chunk(["passport", "renewal", "", "项目", "项目部署"]);
-    const wire = toWireChunk(original);
-    expect(wire).toHaveProperty("termText", "passport renewal  项目 项目部署");
-    expect(wire).not.toHaveProperty("terms");
-    const back = fromWireChunk(structuredClone(wire));
-    expect(back.terms).toEqual(original.terms);
-    expect(back.termText).toBe(original.terms.join(" "));
+    const terms = ["passport", "renewal", "", "项目", "项目部署"];
+    const wire = toWireAnalysis(terms, 2);
+    expect(wire).toEqual({ termText: "passport renewal  项目 项目部署", textLength: 2 });
+    const back = withWireAnalysis(chunk, structuredClone(wire));
+    expect(back.terms).toEqual(terms);
+    expect(back.termText).toBe(terms.join(" "));
+    expect(back).toMatchObject({ ...chunk, textLength: 2 });
   });
 
   it("keeps the list when a joined string would not split back into it", () => {
     for (const terms of [[], ["a b", "c"], [""]]) {
-      const wire = toWireChunk(chunk(terms));
-      expect(fromWireChunk(structuredClone(wire)).terms).toEqual(terms);
+      const back = withWireAnalysis(chunk, structuredClone(toWireAnalysis(terms, 0)));
+      expect(back.terms).toEqual(terms);
     }
+    expect(toWireAnalysis(["a b", "c"], 0)).toEqual({ terms: ["a b", "c"], textLength: 0 });
   });
 });
