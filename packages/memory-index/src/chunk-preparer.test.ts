@@ -27,14 +27,14 @@ const notes = Array.from({ length: 30 }, (_, index) => {
   };
 });
 
-/** A worker that says it is ready and then answers every file by `behaviour`. */
-function fakeWorker(behaviour: "exit" | "fail"): Worker {
+/** A worker that says it is ready (after `readyAfterMs`) and then answers every request by `behaviour`. */
+function fakeWorker(behaviour: "exit" | "fail", readyAfterMs = 0): Worker {
   const answer =
     behaviour === "exit" ? "process.exit(3)" : 'parentPort.postMessage({ kind: "failed", id: message.id })';
   return new Worker(
     `const { parentPort } = require("node:worker_threads");
      parentPort.on("message", (message) => { ${answer}; });
-     parentPort.postMessage({ kind: "ready" });`,
+     setTimeout(() => parentPort.postMessage({ kind: "ready" }), ${readyAfterMs});`,
     { eval: true },
   );
 }
@@ -118,6 +118,28 @@ describe("createChunkPreparer", () => {
       expect(chunks).toEqual(prepareIndexChunks(notes[index]!.path, notes[index]!.bytes, counting));
     }
     expect(preparer.stats().preparedInWorker).toBeGreaterThan(0);
+  });
+
+  it("cuts the queued files while the worker starts, analysing only the one it waits for", async () => {
+    const cut = new Set<string>();
+    const counting = {
+      ...chunking,
+      countTokens: (text: string) => {
+        if (text.startsWith("# Day ")) cut.add(text);
+        return Math.ceil(text.length / 4);
+      },
+    };
+    preparer = createChunkPreparer({
+      chunking: counting,
+      logger: createRecordingLogger(),
+      workerStartBytes: 1,
+      startWorker: () => fakeWorker("fail", 2000),
+    });
+    const jobs = notes.map((note) => preparer!.submit(note.path, note.bytes));
+    await preparer.take(jobs[0]!);
+    expect(cut.size).toBe(notes.length);
+    expect(preparer.stats()).toEqual({ preparedHere: 1, preparedInWorker: 0 });
+    for (const job of jobs.slice(1)) preparer.discard(job);
   });
 
   it("keeps a single small file on this thread, without starting the worker", async () => {

@@ -70,10 +70,10 @@ const fromSources = workerFile.pathname.endsWith(".ts");
 
 /**
  * Bytes of files in one go (submitted since the preparer was last idle, plus those the caller expects) that
- * start the worker. Built, the worker is ready in ~0.1-0.15 s, cold (its token counter learns the pieces anew):
- * bench/search's 400 files (2.4 MB) index 20-30% faster with it, the year corpus (366 files, 1.1 MB, ~0.25 s)
- * 15-30% slower; a single saved file never starts it. From the TypeScript sources (tsx, vitest) it is ready in
- * ~0.15-0.25 s (see {@link startIndexWorker}; it was 0.5-0.8 s, when the threshold there was 4 MB).
+ * start the worker; a single saved file never starts it. The worker is ready in ~0.15 s from the TypeScript sources
+ * (see {@link startIndexWorker}). bench/search's 400 files (2.4 MB) index faster with it (BENCHMARKS.md, "Indexing,
+ * third pass"); the year corpus (366 files, 1.1 MB, ~0.25-0.37 s alone at load 2) took 0.29-0.55 s with it
+ * (threshold 256 KB), so it stays on this thread.
  */
 export const workerStartBytes = 1.5 * 1024 * 1024;
 
@@ -178,6 +178,23 @@ export function createChunkPreparer(options: ChunkPreparerOptions): ChunkPrepare
     wake?.();
   };
 
+  /**
+   * This thread's half of a job: counting tokens and cutting the file into chunks (a file that cannot be cut
+   * throws here, as it always has: the job settles with the error). False when it threw.
+   */
+  const cutHere = (job: Job): boolean => {
+    if (job.chunks !== undefined) return true;
+    try {
+      job.chunks = chunkIndexFile(job.relative, job.content, chunking);
+      return true;
+    } catch (error) {
+      const at = queue.indexOf(job);
+      if (at >= 0) queue.splice(at, 1);
+      settle(job, { kind: "thrown", error });
+      return false;
+    }
+  };
+
   const tellReady = (isReady: boolean): void => {
     const waiters = readyWaiters;
     readyWaiters = [];
@@ -220,13 +237,7 @@ export function createChunkPreparer(options: ChunkPreparerOptions): ChunkPrepare
     if (worker === undefined || !ready) return;
     while (queue.length > 0 && (inFlight.size === 0 || inFlightBytes < WORKER_IN_FLIGHT_BYTES)) {
       const job = queue.shift()!;
-      // This thread's half: counting and cutting (a file that cannot be cut throws here, as it always has).
-      try {
-        job.chunks ??= chunkIndexFile(job.relative, job.content, chunking);
-      } catch (error) {
-        settle(job, { kind: "thrown", error });
-        continue;
-      }
+      if (!cutHere(job) || job.chunks === undefined) continue;
       if (job.chunks.length === 0) {
         settle(job, { kind: "prepared", chunks: [] });
         continue;
@@ -334,8 +345,13 @@ export function createChunkPreparer(options: ChunkPreparerOptions): ChunkPrepare
           if (state.kind === "prepared") return state.chunks;
           if (state.kind === "thrown") throw state.error;
           if (state.kind === "queued" && worker !== undefined && !ready) {
+            // While the worker starts, this thread cuts the queued files in order (its half of the work either
+            // way), and analyses this one itself only once all are cut: analysing here too made it warm up
+            // the analysis (JIT, the segmenter) as well, ~110-230 ms for the first files of bench/search.
+            const uncut = queue.find((queued) => queued.chunks === undefined);
+            if (uncut !== undefined) cutHere(uncut);
             await yieldNowAndThen(); // its "ready"
-            if (job.state.kind !== "queued") continue;
+            if (job.state.kind !== "queued" || uncut !== undefined) continue;
           }
           if (job.state.kind === "queued" || job.state.kind === "failed-in-worker") {
             const at = queue.indexOf(job);
