@@ -7,6 +7,7 @@ export {
   type ModelErrorKind,
   type ModelErrorOptions,
 } from "./model-error.js";
+export { createNodeHttpFetch } from "./node-http-fetch.js";
 export {
   createOpenAIChatModel,
   type OpenAIChatModel,

@@ -1,0 +1,187 @@
+/**
+ * The floor under the server's per-turn overhead (not part of the test run): the least a turn through
+ * `/v1/chat/completions` can cost with the libraries the server is built on, and nothing of its own. This
+ * process serves `POST /v1/chat/completions` (fastify, or bare `node:http` with `--http node`), keeps one
+ * conversation in memory, and sends it whole to the scripted model (its own process, as in
+ * bench/server-process.ts) with the `openai` client over the llm package's keep-alive `node:http` fetch; a client
+ * in a third process sends `--turns` sequential turns (after 50 warm-up ones). Printed: the turn latency p50/p99
+ * as the client saw it and this process's CPU per turn, to set beside bench/server-process.ts's
+ * "300 sequential turns" row (no transcript, snapshot, session, agent, logging or statistics here).
+ *
+ * `--llm http` calls the model with a bare keep-alive `node:http` request instead of the `openai` client.
+ *
+ * Run: node --import tsx bench/turn-floor.ts [--http fastify|node] [--llm openai|http] [--turns 300]
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { Agent, createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { createNodeHttpFetch } from "@almanac/llm";
+import Fastify from "fastify";
+import OpenAI from "openai";
+
+const { values } = parseArgs({
+  options: {
+    http: { type: "string", default: "fastify" },
+    turns: { type: "string", default: "300" },
+    llm: { type: "string", default: "openai" },
+    client: { type: "string" },
+  },
+});
+const turns = Number(values.turns);
+
+
+/** The client's process: warm-up, then `turns` timed turns; prints the latencies as JSON. */
+async function runClient(port: number): Promise<void> {
+  const agent = new Agent({ keepAlive: true });
+  const body = JSON.stringify({ model: "floor", messages: [{ role: "user", content: "hello there" }] });
+  const send = () =>
+    new Promise<void>((resolve, reject) => {
+      const outgoing = request(
+        { host: "127.0.0.1", port, path: "/v1/chat/completions", method: "POST", agent },
+        (response) => {
+          response.resume();
+          response.on("end", () =>
+            response.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${response.statusCode}`)),
+          );
+        },
+      );
+      outgoing.setHeader("content-type", "application/json");
+      outgoing.on("error", reject);
+      outgoing.end(body);
+    });
+  for (let turn = 0; turn < 50; turn += 1) await send();
+  process.stdout.write("start\n");
+  const latencies: number[] = [];
+  for (let turn = 0; turn < turns; turn += 1) {
+    const started = performance.now();
+    await send();
+    latencies.push(performance.now() - started);
+  }
+  process.stdout.write(`${JSON.stringify(latencies)}\n`);
+  agent.destroy();
+}
+
+function lines(child: ChildProcess): AsyncIterator<string> {
+  let buffered = "";
+  const waiting: ((line: string) => void)[] = [];
+  const ready: string[] = [];
+  child.stdout?.on("data", (chunk: Buffer) => {
+    buffered += chunk.toString("utf8");
+    for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
+      const line = buffered.slice(0, end);
+      buffered = buffered.slice(end + 1);
+      const next = waiting.shift();
+      if (next) next(line);
+      else ready.push(line);
+    }
+  });
+  return {
+    next: () =>
+      new Promise((resolve) => {
+        const line = ready.shift();
+        if (line !== undefined) resolve({ value: line, done: false });
+        else waiting.push((value) => resolve({ value, done: false }));
+      }),
+  };
+}
+
+const modelAgent = new Agent({ keepAlive: true });
+
+/** POSTs `json` to `url` over keep-alive `node:http` and parses the answer. */
+function bareCall(url: string, json: string): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request(url, { method: "POST", agent: modelAgent }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on("data", (chunk: Buffer) => chunks.push(chunk));
+      response.on("end", () => resolve(JSON.parse(Buffer.concat(chunks).toString("utf8"))));
+      response.on("error", reject);
+    });
+    outgoing.setHeader("content-type", "application/json");
+    outgoing.setHeader("authorization", "Bearer k");
+    outgoing.on("error", reject);
+    outgoing.end(json);
+  });
+}
+
+async function main(): Promise<void> {
+  const serverProcess = fileURLToPath(new URL("./server-process.ts", import.meta.url));
+  const model = spawn(process.execPath, [...process.execArgv, serverProcess, "--serve-model"], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const { baseURL } = JSON.parse((await lines(model).next()).value) as { baseURL: string };
+  const client = new OpenAI({
+    baseURL,
+    apiKey: "k",
+    maxRetries: 0,
+    logLevel: "off",
+    fetch: createNodeHttpFetch(),
+  });
+  const history: { role: "user" | "assistant"; content: string }[] = [];
+  const turn = async (body: unknown): Promise<unknown> => {
+    const { messages } = body as { messages: { role: "user"; content: string }[] };
+    history.push(...messages);
+    const json = JSON.stringify({ model: "scripted-model", messages: history });
+    const answer = (
+      values.llm === "http"
+        ? await bareCall(`${baseURL}/chat/completions`, json)
+        : await client.post("/chat/completions", {
+            body: json,
+            headers: { "content-type": "application/json" },
+          })
+    ) as { choices: { message: { content: string } }[] };
+    history.push({ role: "assistant", content: answer.choices[0]?.message.content ?? "" });
+    return answer;
+  };
+
+  let port: number;
+  let close: () => Promise<void>;
+  if (values.http === "node") {
+    const server = createServer((incoming, outgoing) => {
+      const chunks: Buffer[] = [];
+      incoming.on("data", (chunk: Buffer) => chunks.push(chunk));
+      incoming.on("end", () => {
+        void turn(JSON.parse(Buffer.concat(chunks).toString("utf8"))).then((answer) => {
+          outgoing.setHeader("content-type", "application/json");
+          outgoing.end(JSON.stringify(answer));
+        });
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    port = (server.address() as AddressInfo).port;
+    close = () => new Promise((resolve) => server.close(() => resolve()));
+  } else {
+    const app = Fastify({ logger: false });
+    app.post("/v1/chat/completions", (incoming) => turn(incoming.body));
+    await app.listen({ port: 0, host: "127.0.0.1" });
+    port = (app.server.address() as AddressInfo).port;
+    close = () => app.close();
+  }
+
+  const clientProcess = spawn(
+    process.execPath,
+    [...process.execArgv, fileURLToPath(import.meta.url), "--client", String(port), "--turns", String(turns)],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  const output = lines(clientProcess);
+  await output.next(); // warmed up
+  const cpuBefore = process.cpuUsage();
+  const latencies = JSON.parse((await output.next()).value) as number[];
+  const cpu = process.cpuUsage(cpuBefore);
+  latencies.sort((a, b) => a - b);
+  const at = (share: number) =>
+    latencies[Math.min(latencies.length - 1, Math.floor(share * latencies.length))]!;
+  console.log(
+    `turn floor (${values.http === "node" ? "node:http" : "fastify"} + ${values.llm === "http" ? "bare node:http call" : "openai client"}, ${turns} sequential turns): p50 ${at(0.5).toFixed(2)} ms, p99 ${at(0.99).toFixed(2)} ms; this process's CPU ${((cpu.user + cpu.system) / 1000 / turns).toFixed(2)} ms a turn, of it system ${(cpu.system / 1000 / turns).toFixed(2)} ms`,
+  );
+  model.stdin?.end();
+  modelAgent.destroy();
+  await close();
+}
+
+if (values.client !== undefined) await runClient(Number(values.client));
+else await main();
