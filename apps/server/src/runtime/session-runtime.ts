@@ -204,8 +204,9 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
       memory.messages.map((message) => message.id).filter((id) => !untranscribed?.has(id)),
     );
     memory.append(input);
-    // Open the turn durably before any model time is spent: the user's words survive a crash from here on
-    // (the transcript past the snapshot's recorded size is the open turn). Messages an earlier full disk kept
+    // Open the turn before any model time is spent: the user's words survive a crash of the process from here
+    // on, and a power cut once their fsync (running beside the model call) is done; the turn's answer waits for
+    // it (the transcript past the snapshot's recorded size is the open turn). Messages an earlier full disk kept
     // out of the transcript go first; if this fails too, the input joins them (kept in memory, written by the
     // next turn) and the caller gets the storage error.
     await transcribe(before);
