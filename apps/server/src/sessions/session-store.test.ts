@@ -399,6 +399,19 @@ describe("appends that sync later", () => {
     expect(await collect(store.readTranscript(KEY))).toEqual([message("a"), message("b"), message("c")]);
   });
 
+  it("fails the next append with the fsync's error also when its handle was closed to make room meanwhile", async () => {
+    await store.appendTranscript(KEY, [message("a")]);
+    const eio = Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
+    const release = await holdNextSync(eio);
+    await store.appendTranscript(KEY, [message("b")], { syncLater: true });
+    // More sessions than the store keeps transcripts open for: the held handle is closed for room.
+    for (let other = 0; other < 130; other += 1)
+      await store.appendTranscript(`discord:main:dm:other${other}`, [message(`x${other}`)]);
+    release();
+    await expect(store.appendTranscript(KEY, [message("c")])).rejects.toBe(eio);
+    await store.appendTranscript(KEY, [message("c")]);
+  });
+
   it("syncs the first lines of a new transcript before resolving, with its directory entry", async () => {
     const release = await holdNextSync();
     const first = store.appendTranscript(KEY, [message("a")], { syncLater: true });

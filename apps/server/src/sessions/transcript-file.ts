@@ -92,6 +92,8 @@ export function encodeTranscriptLines(key: string, messages: readonly Message[])
 /** Creates the {@link TranscriptFiles} of one store. */
 export function createTranscriptFiles(logger: Logger): TranscriptFiles {
   const openTranscripts = new Map<string, OpenTranscript>();
+  /** Running or failed fsyncs of handles closed since (least recently used), for the path's next append. */
+  const unsynced = new Map<string, Promise<void>>();
   let closed = false;
 
   /**
@@ -109,6 +111,8 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
   }> {
     const kept = openTranscripts.get(path);
     openTranscripts.delete(path);
+    const syncing = kept?.syncing ?? unsynced.get(path);
+    unsynced.delete(path);
     if (kept !== undefined) {
       // One stat of the path: the same file (device and inode) as the kept handle's means its size is ours too.
       // Blocking: a stat of a file just written costs ~4 µs of CPU, the promise one 30–40 µs (thread pool).
@@ -126,15 +130,15 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
           dev: kept.dev,
           size: onDisk.size,
           end: kept.end,
-          syncing: kept.syncing,
+          syncing,
         };
-      // Closing waits for the handle's running fsync; its failure was logged.
+      // Closing waits for the handle's running fsync.
       await kept.handle.close().catch(() => {});
     }
     const handle = await open(path, "a+", 0o600);
     try {
       const { ino, dev, size } = await handle.stat();
-      return { handle, ino, dev, size, end: undefined, syncing: undefined };
+      return { handle, ino, dev, size, end: undefined, syncing };
     } catch (error) {
       await handle.close().catch(() => {});
       throw error;
@@ -147,9 +151,19 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
       return;
     }
     openTranscripts.set(path, entry);
-    for (const [oldest, { handle }] of openTranscripts) {
+    for (const [oldest, { handle, syncing }] of openTranscripts) {
       if (openTranscripts.size <= MAX_OPEN_TRANSCRIPTS) break;
       openTranscripts.delete(oldest);
+      if (syncing !== undefined) {
+        unsynced.set(oldest, syncing);
+        syncing.then(
+          () => {
+            if (unsynced.get(oldest) === syncing) unsynced.delete(oldest);
+          },
+          () => {},
+        );
+      }
+      // Closing waits for the handle's running fsync.
       void handle.close().catch(() => {});
     }
   }
@@ -258,7 +272,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
     },
 
     async flush(path) {
-      await openTranscripts.get(path)?.syncing;
+      await (openTranscripts.get(path)?.syncing ?? unsynced.get(path));
     },
 
     async drop(path) {
