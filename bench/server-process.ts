@@ -8,6 +8,7 @@
  *  4. RSS with `--sessions` (default 1,000) loaded idle sessions (one turn each, 100 at a time), 2 s after and
  *     after `--idle-seconds` more;
  *  5. 100 concurrent sessions × 10 turns through `/v1/chat/completions`: latency p50/p99.
+ * `--dump-concurrent <file>` writes phase 5's turns (session, turn, start and latency in ms) as JSON lines.
  * `--quick` stops after 2 (for comparing start-up memory); `--memory empty` starts with no memory files;
  * `--restart` measures a second start over the index the first one built (after `--idle-seconds`).
  *
@@ -19,10 +20,11 @@
  *   bin    `node apps/server/bin/almanac.js`;  source  the TypeScript through tsx
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
+import { Agent, request } from "node:http";
 import { loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -40,8 +42,15 @@ const { values } = parseArgs({
     quick: { type: "boolean", default: false },
     restart: { type: "boolean", default: false },
     "serve-model": { type: "boolean", default: false },
+    "dump-concurrent": { type: "string" },
   },
 });
+
+/**
+ * The client's keep-alive connections. `node:http` rather than the global `fetch`: with 100 requests in flight,
+ * undici's fetch in this process cost enough CPU on the 2-core machine to delay the answers it measures.
+ */
+const clientAgent = new Agent({ keepAlive: true });
 
 // The scripted model's own process: prints its URL, serves until stdin closes.
 if (values["serve-model"]) {
@@ -119,20 +128,17 @@ async function main(): Promise<void> {
 
   const turn = async (user: string, content: string): Promise<number> => {
     const begin = performance.now();
-    const response = await fetch(`${base}/v1/chat/completions`, {
-      method: "POST",
-      headers,
-      body: JSON.stringify({ model: "almanac", user, messages: [{ role: "user", content }] }),
-    });
-    if (!response.ok) throw new Error(`turn failed: ${response.status} ${await response.text()}`);
-    await response.json();
+    const body = JSON.stringify({ model: "almanac", user, messages: [{ role: "user", content }] });
+    const response = await call("POST", `${base}/v1/chat/completions`, headers, body);
+    if (response.status !== 200) throw new Error(`turn failed: ${response.status} ${response.text}`);
+    JSON.parse(response.text);
     return performance.now() - begin;
   };
   const search = async (query: string): Promise<number> => {
     const begin = performance.now();
-    const response = await fetch(`${base}/api/memory/search?q=${encodeURIComponent(query)}`, { headers });
-    if (!response.ok) throw new Error(`search failed: ${response.status} ${await response.text()}`);
-    await response.json();
+    const response = await call("GET", `${base}/api/memory/search?q=${encodeURIComponent(query)}`, headers);
+    if (response.status !== 200) throw new Error(`search failed: ${response.status} ${response.text}`);
+    JSON.parse(response.text);
     return performance.now() - begin;
   };
 
@@ -168,6 +174,7 @@ async function main(): Promise<void> {
   );
 
   await server.stop();
+  clientAgent.destroy();
   model.stdin?.end();
   await new Promise<void>((resolve) => model.on("exit", () => resolve()));
   await rm(home, { recursive: true, force: true });
@@ -180,12 +187,13 @@ async function main(): Promise<void> {
   async function sequentialTurns(): Promise<void> {
     const direct = async (): Promise<number> => {
       const begin = performance.now();
-      const response = await fetch(`${modelURL}/chat/completions`, {
-        method: "POST",
-        headers: { authorization: "Bearer x", "content-type": "application/json" },
-        body: JSON.stringify({ model: "scripted-model", messages: [{ role: "user", content: "hello" }] }),
-      });
-      await response.json();
+      const response = await call(
+        "POST",
+        `${modelURL}/chat/completions`,
+        { authorization: "Bearer x", "content-type": "application/json" },
+        JSON.stringify({ model: "scripted-model", messages: [{ role: "user", content: "hello" }] }),
+      );
+      JSON.parse(response.text);
       return performance.now() - begin;
     };
     for (let index = 0; index < 20; index += 1) await turn("sequential", `warm-up ${index}`);
@@ -239,15 +247,24 @@ async function main(): Promise<void> {
     // The monotonic clock (µs) is the one a `--cpu-prof` of the server stamps its samples with:
     // `npx tsx bench/cpu-profile.ts <file> --from <µs> --to <µs>` reads only this phase.
     const concurrentFrom = process.hrtime.bigint() / 1000n;
+    const phaseStart = performance.now();
+    const timeline: { session: number; index: number; startMs: number; latencyMs: number }[] = [];
     await Promise.all(
       Array.from({ length: 100 }, async (_, session) => {
         for (let index = 0; index < 10; index += 1) {
+          const started = performance.now();
           const latency = await turn(`c${session}`, `message ${index}`);
+          timeline.push({ session, index, startMs: started - phaseStart, latencyMs: latency });
           concurrent.push(latency);
           (index === 0 ? firstTurns : laterTurns).push(latency);
         }
       }),
     );
+    if (values["dump-concurrent"] !== undefined)
+      writeFileSync(
+        values["dump-concurrent"],
+        `${timeline.map((entry) => JSON.stringify(entry)).join("\n")}\n`,
+      );
     note(
       `100 concurrent sessions × 10 turns: ${format(concurrent)} (monotonic µs ${concurrentFrom}–${process.hrtime.bigint() / 1000n})`,
     );
@@ -267,26 +284,51 @@ interface RunningServer {
   stop(): Promise<void>;
 }
 
+/** One HTTP request over {@link clientAgent}; the whole answer as text. */
+function call(
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request(url, { method, headers, agent: clientAgent }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on("data", (chunk: Buffer) => chunks.push(chunk));
+      response.on("end", () =>
+        resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }),
+      );
+      response.on("error", reject);
+    });
+    outgoing.on("error", reject);
+    outgoing.end(body);
+  });
+}
+
 /** Spawns `almanac start` and waits for its health endpoint (the port is random: read from its log line). */
 async function startAlmanac(
   runnerArgs: readonly string[],
   env: Record<string, string>,
 ): Promise<RunningServer> {
   const started = performance.now();
+  // The server's log goes to a file, as a log collector would take it: through a pipe this process drains
+  // only when its own event loop gets to it, and the server's logger blocks while the pipe is full.
+  const logFile = join(await mkdtemp(join(tmpdir(), "almanac-bench-log-")), "server.log");
+  const logFd = openSync(logFile, "a");
   const server = spawn(process.execPath, [...runnerArgs, "start"], {
     env,
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["ignore", logFd, logFd],
   });
+  closeSync(logFd);
   let output = "";
-  const keep = (chunk: Buffer) => {
-    if (output.length < 100_000) output += chunk.toString();
+  const readLog = () => {
+    output = readFileSync(logFile, "utf8").slice(0, 100_000);
   };
-  server.stdout?.on("data", keep);
-  server.stderr?.on("data", keep);
   const exited = new Promise<void>((resolve) => server.on("exit", () => resolve()));
   const pid = server.pid;
   if (pid === undefined) throw new Error("server did not start");
   for (;;) {
+    readLog();
     if (server.exitCode !== null) throw new Error(`server exited:\n${output}`);
     const found = /"url":"(http:\/\/[^"]+)"/.exec(output)?.[1];
     if (found !== undefined && (await fetch(`${found}/healthz`).catch(() => undefined))?.ok) {
@@ -297,6 +339,7 @@ async function startAlmanac(
         stop: async () => {
           server.kill("SIGTERM");
           await exited;
+          await rm(dirname(logFile), { recursive: true, force: true });
         },
       };
     }
