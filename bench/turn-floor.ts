@@ -32,7 +32,6 @@ const { values } = parseArgs({
 });
 const turns = Number(values.turns);
 
-
 /** The client's process: warm-up, then `turns` timed turns; prints the latencies as JSON. */
 async function runClient(port: number): Promise<void> {
   const agent = new Agent({ keepAlive: true });
