@@ -412,12 +412,19 @@ describe("appends that sync later", () => {
     await store.appendTranscript(KEY, [message("c")]);
   });
 
-  it("syncs the first lines of a new transcript before resolving, with its directory entry", async () => {
-    const release = await holdNextSync();
-    const first = store.appendTranscript(KEY, [message("a")], { syncLater: true });
-    expect(await settledWithin(first)).toBe(false);
-    release();
-    await first;
+  it("makes the next append wait for a new transcript's lines and directory entry", async () => {
+    const probe = await open(join(dir, "..", "probe"), "w");
+    const prototype = Object.getPrototypeOf(probe) as FileHandle;
+    await probe.close();
+    const original = prototype.sync;
+    const synced: string[] = [];
+    vi.spyOn(prototype, "sync").mockImplementation(async function (this: FileHandle) {
+      await original.call(this);
+      synced.push((await this.stat()).isDirectory() ? "directory" : "file");
+    });
+    await store.appendTranscript(KEY, [message("a")], { syncLater: true });
+    await store.appendTranscript(KEY, []);
+    expect(synced.sort()).toEqual(["directory", "file"]);
   });
 });
 

@@ -41,8 +41,8 @@ export interface TranscriptFiles {
 export interface AppendOptions {
   /**
    * Resolve once the lines are written (kept if the process dies) and fsync them meanwhile (kept through a
-   * power cut): the next append or {@link TranscriptFiles.flush} on the file waits for that fsync and throws its
-   * error. Not with `alongside`.
+   * power cut; a new transcript's directory entry too): the next append or {@link TranscriptFiles.flush} on the
+   * file waits for that and throws its error. Not with `alongside`.
    */
   readonly syncLater?: boolean;
 }
@@ -171,8 +171,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
   return {
     async append(key, path, lines, alongside, options) {
       const { handle, ino, dev, size, end, syncing } = await take(path);
-      // A new transcript is synced now, with its directory entry (below).
-      const syncLater = options?.syncLater === true && alongside === undefined && size > 0;
+      const syncLater = options?.syncLater === true && alongside === undefined;
       let kept = false;
       try {
         let prefix = "";
@@ -196,7 +195,8 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
             ino,
             dev,
             end: size + bytes.byteLength,
-            syncing: syncInBackground(key, path, handle, syncing),
+            // A new transcript's directory entry is synced beside its lines.
+            syncing: syncInBackground(key, path, handle, syncing, size === 0),
           });
           kept = true;
           return;
@@ -299,10 +299,13 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
     path: string,
     handle: FileHandle,
     earlier: Promise<void> | undefined,
+    newFile: boolean,
   ): Promise<void> {
-    const syncing: Promise<void> = Promise.all([handle.sync(), earlier]).then(() =>
-      settleSync(path, syncing),
-    );
+    const syncing: Promise<void> = Promise.all([
+      handle.sync(),
+      earlier,
+      newFile ? fsyncDirectory(dirname(path)) : undefined,
+    ]).then(() => settleSync(path, syncing));
     syncing.catch((error: unknown) =>
       logger.error({ key, path, err: error }, "could not flush transcript lines to disk"),
     );
