@@ -120,26 +120,6 @@ describe("a session's runtime over the in-memory store", () => {
     expect(await transcriptTexts()).toEqual(["one", "two", "seen 2"]);
   });
 
-  it("writes the user's words before model time with their fsync left running, and ends the turn with a synced append", async () => {
-    const appends: { texts: string[]; syncLater: boolean }[] = [];
-    const inner = store;
-    store = {
-      ...inner,
-      appendTranscript: (key, messages, options) => {
-        appends.push({ texts: messages.map(textOf), syncLater: options?.syncLater === true });
-        return inner.appendTranscript(key, messages, options);
-      },
-    };
-    const runtime = openRuntime();
-    await runtime.runTurn({ inbound: inbound("turn 1") }, signals);
-    appends.length = 0;
-    await runtime.runTurn({ inbound: inbound("turn 2") }, signals);
-    expect(appends).toEqual([
-      { texts: ["turn 2"], syncLater: true },
-      { texts: ["seen 2"], syncLater: false },
-    ]);
-  });
-
   it("writes the snapshot with the first turn, then only appends until the 16th turn since it", async () => {
     const runtime = openRuntime();
     const unseen = async () => {

@@ -141,16 +141,12 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
     return { version: 1, key, createdAt, updatedAt: stats.lastActivity, memory: memory.toJSON(), stats };
   }
 
-  /**
-   * Appends the messages not yet in the transcript (ids not in `transcribed`), and remembers them. Written before
-   * this resolves (kept if the process dies); their fsync runs on beside the model call and {@link persist}, which
-   * ends every turn, waits for it: a turn's appends cost one fsync in series, not one per reasoning step.
-   */
+  /** Appends the messages not yet in the transcript (ids not in `transcribed`), and remembers them. */
   async function transcribe(transcribed: Set<string>): Promise<void> {
     const added = memory.messages.filter((message) => !transcribed.has(message.id));
     if (added.length === 0) return;
     try {
-      await session.append(added, { syncLater: true });
+      await session.append(added);
     } catch (error) {
       untranscribed = new Set(added.map((message) => message.id));
       throw error;
@@ -172,8 +168,7 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
       !force && saved !== undefined && saved.turnsSince + 1 < CHECKPOINT_TURNS && onlyAppended(saved, memory);
     try {
       if (appendOnly) {
-        // With no messages, this waits for the fsync of the turn's earlier appends.
-        await session.append(added);
+        if (added.length > 0) await session.append(added);
         stats = currentStats();
         checkpoint = { ...saved, turnsSince: saved.turnsSince + 1 };
       } else {
@@ -204,9 +199,8 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
       memory.messages.map((message) => message.id).filter((id) => !untranscribed?.has(id)),
     );
     memory.append(input);
-    // Open the turn before any model time is spent: the user's words survive a crash of the process from here
-    // on, and a power cut once their fsync (running beside the model call) is done; the turn's answer waits for
-    // it (the transcript past the snapshot's recorded size is the open turn). Messages an earlier full disk kept
+    // Open the turn durably before any model time is spent: the user's words survive a crash from here on
+    // (the transcript past the snapshot's recorded size is the open turn). Messages an earlier full disk kept
     // out of the transcript go first; if this fails too, the input joins them (kept in memory, written by the
     // next turn) and the caller gets the storage error.
     await transcribe(before);

@@ -1,15 +1,4 @@
-import {
-  type FileHandle,
-  mkdir,
-  mkdtemp,
-  open,
-  readdir,
-  readFile,
-  readlink,
-  rename,
-  rm,
-  writeFile,
-} from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, readlink, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -19,7 +8,7 @@ import {
   type Message,
   sessionKeyToFileStem,
 } from "@almanac/core";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { SessionSnapshot } from "./session-snapshot.js";
 import { createSessionStore, type SessionStore } from "./session-store.js";
 
@@ -323,108 +312,6 @@ describe("transcripts", () => {
     const bad = { ...message("a"), timestamp: Number.NaN };
     expect(await rejectionCode(store.appendTranscript(KEY, [bad]))).toBe("session.message_invalid");
     expect(await collect(store.readTranscript(KEY))).toEqual([]);
-  });
-});
-
-describe("appends that sync later", () => {
-  const message = (text: string): Message =>
-    createMessage({ role: "user", content: text, timestamp: 1, id: `m-${text}` });
-  const settledWithin = async (promise: Promise<unknown>, ms = 100): Promise<boolean> =>
-    Promise.race([
-      promise.then(() => true),
-      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms)),
-    ]);
-
-  /** Makes the next fsync of a file handle wait until the returned function is called (or fail with `error`). */
-  async function holdNextSync(error?: Error): Promise<() => void> {
-    const probe = await open(join(dir, "..", "probe"), "w");
-    const prototype = Object.getPrototypeOf(probe) as FileHandle;
-    await probe.close();
-    const original = prototype.sync;
-    let release = (): void => {};
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    vi.spyOn(prototype, "sync").mockImplementationOnce(async function (this: FileHandle) {
-      await released;
-      if (error) throw error;
-      return original.call(this);
-    });
-    return release;
-  }
-
-  afterEach(() => {
-    vi.restoreAllMocks();
-  });
-
-  it("resolves once the lines are written; the next append and a checkpoint wait for their fsync", async () => {
-    await store.appendTranscript(KEY, [message("a")]);
-    const release = await holdNextSync();
-    await store.appendTranscript(KEY, [message("b")], { syncLater: true });
-    expect(await collect(store.readTranscript(KEY))).toEqual([message("a"), message("b")]);
-    const flushed = store.appendTranscript(KEY, []);
-    expect(await settledWithin(flushed)).toBe(false);
-    release();
-    await flushed;
-  });
-
-  it("lets no snapshot count transcript bytes before their fsync", async () => {
-    await store.appendTranscript(KEY, [message("a")]);
-    const release = await holdNextSync();
-    await store.appendTranscript(KEY, [message("b")], { syncLater: true });
-    const checkpointed = store.commit(snapshotFor(KEY), []);
-    expect(await settledWithin(checkpointed)).toBe(false);
-    release();
-    await checkpointed;
-    const size = (await readFile(join(dir, `${STEM}.jsonl`))).length;
-    expect(await store.load(KEY)).toEqual(loaded(snapshotFor(KEY), size));
-  });
-
-  it("fails the next append with the fsync's error, logged, and takes that append's own lines back out", async () => {
-    await store.appendTranscript(KEY, [message("a")]);
-    const eio = Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
-    const release = await holdNextSync(eio);
-    await store.appendTranscript(KEY, [message("b")], { syncLater: true });
-    const next = store.appendTranscript(KEY, [message("c")]);
-    release();
-    await expect(next).rejects.toBe(eio);
-    expect(
-      logs.some(
-        (entry) => entry.level === "error" && entry.message === "could not flush transcript lines to disk",
-      ),
-    ).toBe(true);
-    expect(await collect(store.readTranscript(KEY))).toEqual([message("a"), message("b")]);
-    // Reported once: the caller appends the same message again.
-    await store.appendTranscript(KEY, [message("c")]);
-    expect(await collect(store.readTranscript(KEY))).toEqual([message("a"), message("b"), message("c")]);
-  });
-
-  it("fails the next append with the fsync's error also when its handle was closed to make room meanwhile", async () => {
-    await store.appendTranscript(KEY, [message("a")]);
-    const eio = Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
-    const release = await holdNextSync(eio);
-    await store.appendTranscript(KEY, [message("b")], { syncLater: true });
-    // More sessions than the store keeps transcripts open for: the held handle is closed for room.
-    for (let other = 0; other < 130; other += 1)
-      await store.appendTranscript(`discord:main:dm:other${other}`, [message(`x${other}`)]);
-    release();
-    await expect(store.appendTranscript(KEY, [message("c")])).rejects.toBe(eio);
-    await store.appendTranscript(KEY, [message("c")]);
-  });
-
-  it("makes the next append wait for a new transcript's lines and directory entry", async () => {
-    const probe = await open(join(dir, "..", "probe"), "w");
-    const prototype = Object.getPrototypeOf(probe) as FileHandle;
-    await probe.close();
-    const original = prototype.sync;
-    const synced: string[] = [];
-    vi.spyOn(prototype, "sync").mockImplementation(async function (this: FileHandle) {
-      await original.call(this);
-      synced.push((await this.stat()).isDirectory() ? "directory" : "file");
-    });
-    await store.appendTranscript(KEY, [message("a")], { syncLater: true });
-    await store.appendTranscript(KEY, []);
-    expect(synced.sort()).toEqual(["directory", "file"]);
   });
 });
 

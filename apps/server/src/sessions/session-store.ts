@@ -102,8 +102,6 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
     const lines = encodeTranscriptLines(snapshot.key, messages);
     await withKey(snapshot.key, async (stem) => {
       if (lines.length === 0) {
-        // The snapshot never counts transcript bytes that are not on disk yet.
-        await transcripts.flush(transcriptPath(stem));
         const transcriptBytes = await sizeOf(transcriptPath(stem));
         await writeFileDurably(
           snapshotPath(stem),
@@ -162,11 +160,10 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
       });
     },
 
-    async appendTranscript(key, messages, options) {
+    async appendTranscript(key, messages) {
       const lines = encodeTranscriptLines(key, messages);
       await withKey(key, async (stem) => {
-        if (lines.length > 0) await transcripts.append(key, transcriptPath(stem), lines, undefined, options);
-        else await transcripts.flush(transcriptPath(stem));
+        if (lines.length > 0) await transcripts.append(key, transcriptPath(stem), lines);
       });
     },
 

@@ -1,6 +1,5 @@
 import { InternalError, type Message } from "@almanac/core";
 import type { SessionSnapshot, SessionStats } from "./session-snapshot.js";
-import type { AppendOptions as TranscriptAppendOptions } from "./transcript-file.js";
 
 /** Outcome of {@link Session.load}. */
 export type LoadResult =
@@ -46,12 +45,8 @@ export interface Session {
   readonly key: string;
   /** Reads the snapshot and the transcript lines written after it; a corrupt snapshot is moved aside and reported. */
   load(): Promise<LoadResult>;
-  /**
-   * Appends messages to the transcript, durably (fsynced) before resolving. With `syncLater`, resolves once they
-   * are written (kept if the process dies) and fsyncs them meanwhile (kept through a power cut): the next append,
-   * with no messages for just that, or checkpoint waits for it and throws its error.
-   */
-  append(messages: readonly Message[], options?: TranscriptAppendOptions): Promise<void>;
+  /** Appends messages to the transcript, durably (fsynced) before resolving. */
+  append(messages: readonly Message[]): Promise<void>;
   /**
    * Appends `messages` (if any) and replaces the snapshot together: after a crash the old or the new snapshot
    * is there, whole, and never ahead of its transcript. On failure neither changed, so the caller may retry.
@@ -85,11 +80,7 @@ export interface SessionStore {
   /** See {@link Session.moveAside}; "missing" when there is no snapshot. */
   moveAside(key: string, reason: string): Promise<MissingOrMovedAside>;
   /** See {@link Session.append}. */
-  appendTranscript(
-    key: string,
-    messages: readonly Message[],
-    options?: TranscriptAppendOptions,
-  ): Promise<void>;
+  appendTranscript(key: string, messages: readonly Message[]): Promise<void>;
   /** See {@link Session.history}; nothing if there is no transcript. */
   readTranscript(key: string): AsyncIterable<Message>;
   /**
@@ -113,7 +104,7 @@ export function openSession(store: SessionStore, key: string): Session {
   return {
     key,
     load: () => store.load(key),
-    append: (messages, options) => store.appendTranscript(key, messages, options),
+    append: (messages) => store.appendTranscript(key, messages),
     checkpoint: async (snapshot, messages = []) => {
       if (snapshot.key !== key)
         throw new InternalError(

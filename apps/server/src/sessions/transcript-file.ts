@@ -21,10 +21,7 @@ export interface TranscriptFiles {
     path: string,
     lines: readonly string[],
     alongside?: (sizeAfter: number) => Promise<StagedFile>,
-    options?: AppendOptions,
   ): Promise<void>;
-  /** Waits for the fsync of lines appended with `syncLater`; throws its error. */
-  flush(path: string): Promise<void>;
   /** Opens a transcript for reading and measures it; undefined when there is none. */
   openForReading(path: string): Promise<{ readonly handle: FileHandle; readonly size: number } | undefined>;
   /** The messages of bytes `start` to `end` (exclusive); unreadable lines are skipped with a warning. */
@@ -35,16 +32,6 @@ export interface TranscriptFiles {
   drop(path: string): Promise<void>;
   /** Closes every kept append handle; later appends open and close their file. */
   close(): Promise<void>;
-}
-
-/** Options of {@link TranscriptFiles.append}. */
-export interface AppendOptions {
-  /**
-   * Resolve once the lines are written (kept if the process dies) and fsync them meanwhile (kept through a
-   * power cut; a new transcript's directory entry too): the next append or {@link TranscriptFiles.flush} on the
-   * file waits for that and throws its error. Not with `alongside`.
-   */
-  readonly syncLater?: boolean;
 }
 
 /**
@@ -62,8 +49,6 @@ interface OpenTranscript {
   readonly ino: number;
   readonly dev: number;
   readonly end: number;
-  /** The fsync of lines appended with `syncLater`, still running or failed (settled ones are dropped). */
-  readonly syncing?: Promise<void>;
 }
 
 /**
@@ -92,8 +77,6 @@ export function encodeTranscriptLines(key: string, messages: readonly Message[])
 /** Creates the {@link TranscriptFiles} of one store. */
 export function createTranscriptFiles(logger: Logger): TranscriptFiles {
   const openTranscripts = new Map<string, OpenTranscript>();
-  /** Running or failed fsyncs of handles closed since (least recently used), for the path's next append. */
-  const unsynced = new Map<string, Promise<void>>();
   let closed = false;
 
   /**
@@ -101,18 +84,11 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
    * recently used closed first) so a turn's appends skip open, close and the torn-line check. Taken out of the
    * cache while in use; a kept handle whose file was replaced or removed meanwhile is closed and reopened.
    */
-  async function take(path: string): Promise<{
-    handle: FileHandle;
-    ino: number;
-    dev: number;
-    size: number;
-    end: number | undefined;
-    syncing: Promise<void> | undefined;
-  }> {
+  async function take(
+    path: string,
+  ): Promise<{ handle: FileHandle; ino: number; dev: number; size: number; end: number | undefined }> {
     const kept = openTranscripts.get(path);
     openTranscripts.delete(path);
-    const syncing = kept?.syncing ?? unsynced.get(path);
-    unsynced.delete(path);
     if (kept !== undefined) {
       // One stat of the path: the same file (device and inode) as the kept handle's means its size is ours too.
       // Blocking: a stat of a file just written costs ~4 µs of CPU, the promise one 30–40 µs (thread pool).
@@ -124,21 +100,13 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
         throw error;
       }
       if (onDisk !== undefined && onDisk.ino === kept.ino && onDisk.dev === kept.dev)
-        return {
-          handle: kept.handle,
-          ino: kept.ino,
-          dev: kept.dev,
-          size: onDisk.size,
-          end: kept.end,
-          syncing,
-        };
-      // Closing waits for the handle's running fsync.
+        return { handle: kept.handle, ino: kept.ino, dev: kept.dev, size: onDisk.size, end: kept.end };
       await kept.handle.close().catch(() => {});
     }
     const handle = await open(path, "a+", 0o600);
     try {
       const { ino, dev, size } = await handle.stat();
-      return { handle, ino, dev, size, end: undefined, syncing };
+      return { handle, ino, dev, size, end: undefined };
     } catch (error) {
       await handle.close().catch(() => {});
       throw error;
@@ -151,27 +119,16 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
       return;
     }
     openTranscripts.set(path, entry);
-    for (const [oldest, { handle, syncing }] of openTranscripts) {
+    for (const [oldest, { handle }] of openTranscripts) {
       if (openTranscripts.size <= MAX_OPEN_TRANSCRIPTS) break;
       openTranscripts.delete(oldest);
-      if (syncing !== undefined) {
-        unsynced.set(oldest, syncing);
-        syncing.then(
-          () => {
-            if (unsynced.get(oldest) === syncing) unsynced.delete(oldest);
-          },
-          () => {},
-        );
-      }
-      // Closing waits for the handle's running fsync.
       void handle.close().catch(() => {});
     }
   }
 
   return {
-    async append(key, path, lines, alongside, options) {
-      const { handle, ino, dev, size, end, syncing } = await take(path);
-      const syncLater = options?.syncLater === true && alongside === undefined;
+    async append(key, path, lines, alongside) {
+      const { handle, ino, dev, size, end } = await take(path);
       let kept = false;
       try {
         let prefix = "";
@@ -188,25 +145,10 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
           }
         }
         const bytes = Buffer.from(`${prefix}${lines.join("\n")}\n`, "utf8");
-        if (syncLater) {
-          await writeAll(handle, bytes);
-          keep(path, {
-            handle,
-            ino,
-            dev,
-            end: size + bytes.byteLength,
-            // A new transcript's directory entry is synced beside its lines.
-            syncing: syncInBackground(key, path, handle, syncing, size === 0),
-          });
-          kept = true;
-          return;
-        }
         const staging = alongside?.(size + bytes.byteLength);
         const appending = (async () => {
           await writeAll(handle, bytes);
           await handle.sync();
-          // Lines an earlier append left to sync are on disk now too; a failed fsync of them fails this append.
-          await syncing;
         })();
         const [appended, staged] = await Promise.allSettled([appending, staging]);
         if (appended.status === "rejected" || staged.status === "rejected") {
@@ -271,10 +213,6 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
       }
     },
 
-    async flush(path) {
-      await (openTranscripts.get(path)?.syncing ?? unsynced.get(path));
-    },
-
     async drop(path) {
       const kept = openTranscripts.get(path);
       openTranscripts.delete(path);
@@ -288,38 +226,6 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
       await Promise.all(kept.map(({ handle }) => handle.close().catch(() => {})));
     },
   };
-
-  /**
-   * The fsync of a `syncLater` append, after any earlier one of the same handle: resolves once both are done,
-   * and leaves the entry (see {@link settleSync}) when it succeeds. A failure is logged here (nobody may append
-   * to the file again) and thrown again to the next append or flush.
-   */
-  function syncInBackground(
-    key: string,
-    path: string,
-    handle: FileHandle,
-    earlier: Promise<void> | undefined,
-    newFile: boolean,
-  ): Promise<void> {
-    const syncing: Promise<void> = Promise.all([
-      handle.sync(),
-      earlier,
-      newFile ? fsyncDirectory(dirname(path)) : undefined,
-    ]).then(() => settleSync(path, syncing));
-    syncing.catch((error: unknown) =>
-      logger.error({ key, path, err: error }, "could not flush transcript lines to disk"),
-    );
-    return syncing;
-  }
-
-  /** Drops a finished fsync from the kept entry, if the entry still holds it. */
-  function settleSync(path: string, done: Promise<void>): void {
-    const entry = openTranscripts.get(path);
-    if (entry?.syncing === done) {
-      const { syncing: _done, ...rest } = entry;
-      openTranscripts.set(path, rest);
-    }
-  }
 
   async function* readLines(
     key: string,
