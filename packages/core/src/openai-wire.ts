@@ -118,38 +118,22 @@ export function toOpenAIMessage(message: Message, options: ToOpenAIOptions = {})
   }
 }
 
-/**
- * Wire messages already made, per message object (messages are immutable), with and without reasoning: every
- * model request converts the whole history, which was 1.5 % of the server main thread over 300 sequential turns
- * (~600 messages). Readers must not change what they get.
- */
-const converted = [new WeakMap<Message, OpenAIChatMessage[]>(), new WeakMap<Message, OpenAIChatMessage[]>()];
-
 /** Converts a conversation to wire format, in order. */
 export function toOpenAIMessages(
   messages: readonly Message[],
   options: ToOpenAIOptions = {},
 ): OpenAIChatMessage[] {
-  const cache = converted[options.includeReasoning ? 1 : 0]!;
-  const wire: OpenAIChatMessage[] = [];
-  for (const message of messages) {
-    let made = cache.get(message);
-    if (made === undefined) {
-      made = toOpenAIMessage(message, options);
-      if (Object.isFrozen(message)) cache.set(message, made);
-    }
-    for (const one of made) wire.push(one);
-  }
-  return wire;
+  return messages.flatMap((message) => toOpenAIMessage(message, options));
 }
 
-/** Each message's wire messages as JSON, joined by commas, per message object (as {@link converted}). */
+/** Each message's wire messages as JSON, joined by commas, per message object, with and without reasoning. */
 const encoded = [new WeakMap<Message, string>(), new WeakMap<Message, string>()];
 
 /**
- * {@link toOpenAIMessages} as the JSON text of the array, equal to `JSON.stringify(toOpenAIMessages(...))`. Each
- * frozen message is encoded once: serialising the whole history for every model request was 3 % of the server
- * main thread over 300 sequential turns (~600 messages), and grows with the history up to the context window.
+ * {@link toOpenAIMessages} as the JSON text of the array, equal to `JSON.stringify(toOpenAIMessages(...))`: what
+ * every model request sends. Each frozen message is converted and encoded once: converting and serialising the
+ * whole history for every request was 4.5 % of the server main thread over 300 sequential turns (~600
+ * messages), and grows with the history up to the context window.
  */
 export function toOpenAIMessagesJson(messages: readonly Message[], options: ToOpenAIOptions = {}): string {
   const cache = encoded[options.includeReasoning ? 1 : 0]!;
@@ -157,8 +141,9 @@ export function toOpenAIMessagesJson(messages: readonly Message[], options: ToOp
   for (const message of messages) {
     let json = cache.get(message);
     if (json === undefined) {
-      const wire = toOpenAIMessages([message], options);
-      json = wire.map((one) => JSON.stringify(one)).join(",");
+      json = toOpenAIMessage(message, options)
+        .map((one) => JSON.stringify(one))
+        .join(",");
       if (Object.isFrozen(message)) cache.set(message, json);
     }
     if (json !== "") parts.push(json);

@@ -1,12 +1,18 @@
 import { createMessage } from "@almanac/core";
 import { type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { toChatCompletionBody, toChatCompletionJson } from "./convert-request.js";
+import { type ConvertRequestOptions, toChatCompletionJson } from "./convert-request.js";
 import { createOpenAIChatModel } from "./openai-chat-model.js";
 
 const messages = [createMessage({ role: "user", content: "hi" })];
 
-describe("toChatCompletionBody's output cap", () => {
+/** The body as the server receives it. */
+const toChatCompletionBody = (
+  request: Parameters<typeof toChatCompletionJson>[0],
+  options: ConvertRequestOptions,
+): Record<string, unknown> => JSON.parse(toChatCompletionJson(request, options)) as Record<string, unknown>;
+
+describe("the request body's output cap", () => {
   it("sends the request's cap as max_tokens by default", () => {
     const body = toChatCompletionBody({ messages, maxOutputTokens: 300 }, { model: "m" });
     expect(body.max_tokens).toBe(300);
@@ -62,23 +68,46 @@ describe("toChatCompletionJson", () => {
     createMessage({ role: "tool", content: [{ type: "tool_result", callId: "c1", content: "found" }] }),
   ];
 
-  it("is the JSON of toChatCompletionBody, with tools, tool choice, temperature and extra fields", () => {
+  it("carries the history, tools, tool choice, temperature, cap and extra fields, the same when cached", () => {
+    const request = {
+      messages: history,
+      tools: [tool],
+      toolChoice: { name: "memory_search" },
+      temperature: 0.2,
+      maxOutputTokens: 77,
+    };
+    const assistant = {
+      role: "assistant",
+      content: "looking",
+      tool_calls: [
+        { id: "c1", type: "function", function: { name: "memory_search", arguments: '{"query":"x"}' } },
+      ],
+    };
     for (const includeReasoning of [false, true]) {
-      const request = {
-        messages: history,
-        tools: [tool],
-        toolChoice: { name: "memory_search" },
+      const expected = {
+        model: "m",
+        messages: [
+          { role: "system", content: "You are Almanac." },
+          { role: "user", content: 'a \u2028 "quoted" 你好' },
+          includeReasoning ? { ...assistant, reasoning_content: "think" } : assistant,
+          { role: "tool", content: "found", tool_call_id: "c1" },
+        ],
+        tools: [
+          {
+            type: "function",
+            function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+          },
+        ],
+        tool_choice: { type: "function", function: { name: "memory_search" } },
         temperature: 0.2,
-        maxOutputTokens: 77,
+        max_tokens: 77,
+        stream: true,
       };
-      const options = { model: "m", includeReasoning };
       // Twice: the second call reads the cached pieces.
-      for (let round = 0; round < 2; round += 1) {
-        expect(JSON.parse(toChatCompletionJson(request, options, { stream: true }))).toEqual({
-          ...toChatCompletionBody(request, options),
-          stream: true,
-        });
-      }
+      for (let round = 0; round < 2; round += 1)
+        expect(
+          JSON.parse(toChatCompletionJson(request, { model: "m", includeReasoning }, { stream: true })),
+        ).toEqual(expected);
     }
     expect(JSON.parse(toChatCompletionJson({ messages: [] }, { model: "m" }))).toEqual({
       model: "m",

@@ -1,12 +1,5 @@
-import {
-  type ChatRequest,
-  type ToolChoice,
-  type ToolSpec,
-  toOpenAIMessages,
-  toOpenAIMessagesJson,
-} from "@almanac/core";
+import { type ChatRequest, type ToolChoice, type ToolSpec, toOpenAIMessagesJson } from "@almanac/core";
 import type {
-  ChatCompletionCreateParamsNonStreaming,
   ChatCompletionFunctionTool,
   ChatCompletionToolChoiceOption,
 } from "openai/resources/chat/completions";
@@ -20,7 +13,7 @@ export type OutputCapParameter = "max_tokens" | "max_completion_tokens" | "off";
 /** The values of {@link OutputCapParameter}, for config schemas. */
 export const OUTPUT_CAP_PARAMETERS = ["max_tokens", "max_completion_tokens", "off"] as const;
 
-/** Options of {@link toChatCompletionBody}. */
+/** Options of {@link toChatCompletionJson}. */
 export interface ConvertRequestOptions {
   readonly model: string;
   /** Send reasoning blocks back as `reasoning_content` (see core's `toOpenAIMessages`). */
@@ -38,32 +31,16 @@ function outputCap(request: ChatRequest, options: ConvertRequestOptions): Record
   return parameter === "max_tokens" ? { max_tokens: cap } : { max_completion_tokens: cap };
 }
 
-/** Converts an Almanac chat request to a chat-completions body (non-streaming; callers add `stream`). */
-export function toChatCompletionBody(
-  request: ChatRequest,
-  options: ConvertRequestOptions,
-): ChatCompletionCreateParamsNonStreaming {
-  const tools = request.tools ?? [];
-  return {
-    model: options.model,
-    messages: toOpenAIMessages(request.messages, { includeReasoning: options.includeReasoning ?? false }),
-    ...(tools.length === 0 ? {} : { tools: tools.map(toFunctionTool) }),
-    // A tool choice without tools is rejected by OpenAI; drop it rather than fail the call.
-    ...(request.toolChoice === undefined || tools.length === 0
-      ? {}
-      : { tool_choice: toToolChoice(request.toolChoice) }),
-    ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
-    ...outputCap(request, options),
-  };
-}
-
 /** Each frozen tool spec's wire JSON (tool specs are built once per agent and frozen). */
 const toolJson = new WeakMap<ToolSpec, string>();
 
+/** A body that is JSON text already: with this header the `openai` client sends it as it is. */
+export const jsonContentType = { "content-type": "application/json" } as const;
+
 /**
- * {@link toChatCompletionBody} (plus `extra` fields, e.g. `stream`) as the JSON text of the request body: the
- * history's and the tools' JSON is made once per message and tool (core's `toOpenAIMessagesJson`), not for every
- * request. The same fields as the object form; `messages` comes first.
+ * An Almanac chat request as the JSON text of a chat-completions body (plus `extra` fields, e.g. `stream`), sent
+ * with {@link jsonContentType}: the history's and the tools' JSON is made once per message and tool (core's
+ * `toOpenAIMessagesJson`), not for every request.
  */
 export function toChatCompletionJson(
   request: ChatRequest,
@@ -84,6 +61,7 @@ export function toChatCompletionJson(
   });
   const rest = JSON.stringify({
     model: options.model,
+    // A tool choice without tools is rejected by OpenAI; drop it rather than fail the call.
     ...(request.toolChoice === undefined || tools.length === 0
       ? {}
       : { tool_choice: toToolChoice(request.toolChoice) }),

@@ -8,12 +8,12 @@ import type {
 } from "@almanac/core";
 import { createAttemptSignal } from "./attempt-signal.js";
 import { classifyError, type ErrorContext } from "./classify-error.js";
-import { type OutputCapParameter, toChatCompletionJson } from "./convert-request.js";
+import { jsonContentType, type OutputCapParameter, toChatCompletionJson } from "./convert-request.js";
 import { parseChatCompletion } from "./convert-response.js";
 import { isModelError } from "./model-error.js";
 import { type EndpointConfig, integerAtLeast, resolveEndpoint } from "./resolve-endpoint.js";
 import { type RetryInfo, withRetry } from "./retry.js";
-import { type ChatCallHooks, jsonContentType, streamChat } from "./stream-chat.js";
+import { type ChatCallHooks, streamChat } from "./stream-chat.js";
 import { createUsageTracker, type UsageTotals } from "./usage-tracker.js";
 
 /** One successful call's usage, for metrics. */

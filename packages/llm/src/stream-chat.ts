@@ -3,6 +3,7 @@ import type { Stream } from "openai/core/streaming";
 import type { ChatCompletionChunk } from "openai/resources/chat/completions";
 import { createAttemptSignal } from "./attempt-signal.js";
 import { classifyError, type ErrorContext } from "./classify-error.js";
+import { jsonContentType } from "./convert-request.js";
 import { ModelError } from "./model-error.js";
 import type { ResolvedEndpoint } from "./resolve-endpoint.js";
 import { type RetryInfo, retryDelayMs } from "./retry.js";
@@ -16,9 +17,6 @@ export interface ChatCallHooks {
   onFailure(error: AlmanacError): void;
   now(): number;
 }
-
-/** A body that is JSON text already: with this header the SDK sends it as it is. */
-export const jsonContentType = { "content-type": "application/json" } as const;
 
 /** Inputs of {@link streamChat}. */
 export interface StreamChatOptions {
