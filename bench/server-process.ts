@@ -22,13 +22,14 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { Agent, request } from "node:http";
+import { Agent } from "node:http";
 import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { script, startScriptedLlm } from "@almanac/testkit";
+import { httpCall } from "./http-call.js";
 import { writeYearCorpus, yearQueries } from "./year-corpus.js";
 
 const { values } = parseArgs({
@@ -284,25 +285,9 @@ interface RunningServer {
   stop(): Promise<void>;
 }
 
-/** One HTTP request over {@link clientAgent}; the whole answer as text. */
-function call(
-  method: string,
-  url: string,
-  headers: Record<string, string>,
-  body?: string,
-): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const outgoing = request(url, { method, headers, agent: clientAgent }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on("data", (chunk: Buffer) => chunks.push(chunk));
-      response.on("end", () =>
-        resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }),
-      );
-      response.on("error", reject);
-    });
-    outgoing.on("error", reject);
-    outgoing.end(body);
-  });
+/** One HTTP request over {@link clientAgent}. */
+function call(method: string, url: string, headers: Record<string, string>, body?: string) {
+  return httpCall(clientAgent, method, url, headers, body);
 }
 
 /** Spawns `almanac start` and waits for its health endpoint (the port is random: read from its log line). */

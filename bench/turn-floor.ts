@@ -13,7 +13,7 @@
  * Run: node --import tsx bench/turn-floor.ts [--http fastify|node] [--llm openai|http] [--turns 300]
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { Agent, createServer, request } from "node:http";
+import { Agent, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
@@ -21,6 +21,7 @@ import { parseArgs } from "node:util";
 import { createNodeHttpFetch } from "@almanac/llm";
 import Fastify from "fastify";
 import OpenAI from "openai";
+import { httpCall } from "./http-call.js";
 
 const { values } = parseArgs({
   options: {
@@ -36,21 +37,16 @@ const turns = Number(values.turns);
 async function runClient(port: number): Promise<void> {
   const agent = new Agent({ keepAlive: true });
   const body = JSON.stringify({ model: "floor", messages: [{ role: "user", content: "hello there" }] });
-  const send = () =>
-    new Promise<void>((resolve, reject) => {
-      const outgoing = request(
-        { host: "127.0.0.1", port, path: "/v1/chat/completions", method: "POST", agent },
-        (response) => {
-          response.resume();
-          response.on("end", () =>
-            response.statusCode === 200 ? resolve() : reject(new Error(`HTTP ${response.statusCode}`)),
-          );
-        },
-      );
-      outgoing.setHeader("content-type", "application/json");
-      outgoing.on("error", reject);
-      outgoing.end(body);
-    });
+  const send = async (): Promise<void> => {
+    const { status } = await httpCall(
+      agent,
+      "POST",
+      `http://127.0.0.1:${port}/v1/chat/completions`,
+      { "content-type": "application/json" },
+      body,
+    );
+    if (status !== 200) throw new Error(`HTTP ${status}`);
+  };
   for (let turn = 0; turn < 50; turn += 1) await send();
   process.stdout.write("start\n");
   const latencies: number[] = [];
@@ -90,19 +86,15 @@ function lines(child: ChildProcess): AsyncIterator<string> {
 const modelAgent = new Agent({ keepAlive: true });
 
 /** POSTs `json` to `url` over keep-alive `node:http` and parses the answer. */
-function bareCall(url: string, json: string): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const outgoing = request(url, { method: "POST", agent: modelAgent }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on("data", (chunk: Buffer) => chunks.push(chunk));
-      response.on("end", () => resolve(JSON.parse(Buffer.concat(chunks).toString("utf8"))));
-      response.on("error", reject);
-    });
-    outgoing.setHeader("content-type", "application/json");
-    outgoing.setHeader("authorization", "Bearer k");
-    outgoing.on("error", reject);
-    outgoing.end(json);
-  });
+async function bareCall(url: string, json: string): Promise<unknown> {
+  const { text } = await httpCall(
+    modelAgent,
+    "POST",
+    url,
+    { "content-type": "application/json", authorization: "Bearer k" },
+    json,
+  );
+  return JSON.parse(text);
 }
 
 async function main(): Promise<void> {

@@ -1,0 +1,23 @@
+import { type Agent, request } from "node:http";
+
+/** One HTTP request over `agent` (keep-alive in the benches); the whole answer as text. */
+export function httpCall(
+  agent: Agent,
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request(url, { method, headers, agent }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on("data", (chunk: Buffer) => chunks.push(chunk));
+      response.on("end", () =>
+        resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }),
+      );
+      response.on("error", reject);
+    });
+    outgoing.on("error", reject);
+    outgoing.end(body);
+  });
+}
