@@ -128,6 +128,20 @@ describe("scoreHits", () => {
     expect(scored[0]!.chunk.path).toBe("a.md");
   });
 
+  it("scores a chunk object seen before the same as a fresh copy, and a changed chunk by its new text", () => {
+    const query = analyzeQuery("otters");
+    const kept = hit("memory/2025-05-30.md", "# Day\n\nOtters hold hands.");
+    const first = scoreHits(query, [kept], { mode: "text", now });
+    expect(scoreHits(query, [kept], { mode: "text", now })).toEqual(first);
+    expect(scoreHits(query, [{ chunk: { ...kept.chunk } }], { mode: "text", now })).toEqual(
+      first.map((scored) => ({ ...scored, chunk: { ...kept.chunk } })),
+    );
+    // Same path, id and hash, other text: what scoring derived from the first must not be reused.
+    const changed = hit("memory/2025-05-30.md", "# Day\n\nBadgers dig.");
+    expect(scoreHits(query, [changed], { mode: "text", now })[0]?.coverage).toBe(0);
+    expect(scoreHits(analyzeQuery("badgers"), [changed], { mode: "text", now })[0]?.coverage).toBe(1);
+  });
+
   it("scores chunks not embedded yet on text alone in hybrid mode", () => {
     const query = analyzeQuery("walrus");
     const [embedded, pending] = [

@@ -62,6 +62,41 @@ describe("createSqliteIndex", () => {
     await rebuilt.close();
   });
 
+  it("serves a chunk read before only until this index or another connection changes the file", async () => {
+    const index = createSqliteIndex({ path: file });
+    const texts = async () =>
+      (await index.search({ terms: ["otters"], limit: 5 })).map((hit) => hit.chunk.text);
+    await index.upsertFile(fileFor("MEMORY.md", "a"), indexChunks("MEMORY.md", "Otters hold hands.\n"));
+    expect(await texts()).toEqual(["Otters hold hands."]);
+    expect(await texts()).toEqual(["Otters hold hands."]);
+    // Rowids are reused once rows are deleted: the same rowid now holds another text.
+    await index.upsertFile(fileFor("MEMORY.md", "b"), indexChunks("MEMORY.md", "Otters sleep afloat.\n"));
+    expect(await texts()).toEqual(["Otters sleep afloat."]);
+    expect((await index.termStatistics(["otters"])).documents.get("otters")).toBe(1);
+
+    // Another process syncing the same file.
+    const other = createSqliteIndex({ path: file });
+    await other.upsertFile(fileFor("MEMORY.md", "c"), indexChunks("MEMORY.md", "Otters crack shells.\n"));
+    await other.upsertFile(
+      fileFor("memory/2025-01-02.md", "d"),
+      indexChunks("memory/2025-01-02.md", "# Day\n\nSaw otters.\n"),
+    );
+    expect((await texts()).sort()).toEqual(["# Day\n\nSaw otters.", "Otters crack shells."]);
+    expect((await index.termStatistics(["otters"])).documents.get("otters")).toBe(2);
+    await other.deleteFile("MEMORY.md");
+    expect(await texts()).toEqual(["# Day\n\nSaw otters."]);
+    await other.close();
+    await index.close();
+  });
+
+  it("searches the same without its chunk cache", async () => {
+    const index = createSqliteIndex({ path: file, chunkCacheCharacters: 0 });
+    await index.upsertFile(fileFor("MEMORY.md", "a"), indexChunks("MEMORY.md", "Otters hold hands.\n"));
+    expect((await index.search({ terms: ["otters"], limit: 5 }))[0]?.chunk.text).toBe("Otters hold hands.");
+    expect((await index.search({ terms: ["otters"], limit: 5 }))[0]?.chunk.text).toBe("Otters hold hands.");
+    await index.close();
+  });
+
   it("does not read query syntax out of terms", async () => {
     const index = createSqliteIndex({ path: file });
     await index.upsertFile(

@@ -3,6 +3,7 @@ import { matchesPathFilter } from "@almanac/memory-files";
 import type Database from "better-sqlite3";
 import { scoringLength } from "./hybrid-score.js";
 import { createSelfRepairingIndex, type IndexRepair } from "./self-repairing-index.js";
+import { createChunkCache } from "./sqlite-chunk-cache.js";
 import {
   allOf,
   anyOf,
@@ -20,6 +21,7 @@ import {
 } from "./sqlite-rows.js";
 import { createVectorTable, openSqliteDatabase, readMeta, writeMeta } from "./sqlite-schema.js";
 import { createSqliteScopeQueries } from "./sqlite-scope-filter.js";
+import { addScoreRows } from "./sqlite-score-rows.js";
 import { createTermFrequencies } from "./sqlite-term-frequencies.js";
 import type {
   BackendHit,
@@ -50,6 +52,11 @@ export interface SqliteIndexOptions {
   readonly rebuildOnDimensionsMismatch?: boolean;
   /** Most embedding-cache entries kept; the oldest unreferenced ones go first (default 50 000). */
   readonly maxCacheEntries?: number;
+  /**
+   * Characters of chunk text kept in memory for later searches after a search read them (default 2 Mi, about a
+   * year of daily logs; scoring keeps a normalised copy of each beside it). 0 reads every candidate from SQLite.
+   */
+  readonly chunkCacheCharacters?: number;
   /**
    * Told when a corrupt or foreign file was moved aside (at open or when a query met the damage) and a
    * fresh, empty index took its place: rebuild it from the Markdown.
@@ -87,10 +94,14 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
   const logger = (options.logger ?? silentLogger).child({ component: "memory-index", backend: "sqlite" });
   const maxCacheEntries = options.maxCacheEntries ?? 50_000;
   const db = openSqliteDatabase(options.path);
-  const storedDimensions = (): number | undefined => {
+  const readDimensions = (): number | undefined => {
     const value = readMeta(db, "dimensions");
     return value === undefined ? undefined : Number(value);
   };
+  // The vector size, read again whenever it may have changed (here or, see `noticeOtherWriters`, elsewhere):
+  // reading `meta` on every search was a SQLite statement a query.
+  let dimensions = readDimensions();
+  const storedDimensions = (): number | undefined => dimensions;
   const existing = storedDimensions();
   if (existing !== undefined && options.dimensions !== undefined && existing !== options.dimensions) {
     if (options.rebuildOnDimensionsMismatch !== true) {
@@ -102,9 +113,12 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
       "vector size changed; dropping stored vectors",
     );
     dropVectors(db);
+    dimensions = readDimensions();
   }
-  if (storedDimensions() === undefined && options.dimensions !== undefined)
+  if (storedDimensions() === undefined && options.dimensions !== undefined) {
     createVectorTable(db, options.dimensions);
+    dimensions = readDimensions();
+  }
 
   const scoped = createSqliteScopeQueries(db);
   const statements = {
@@ -122,12 +136,16 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
     ),
     fileState: db.prepare("SELECT path, hash, mtime_ms, size, source FROM files WHERE path = ?"),
     listFiles: db.prepare("SELECT path, hash, mtime_ms, size, source FROM files ORDER BY path"),
-    textSearch: db.prepare(
-      "SELECT rowid, -bm25(chunks_fts) AS score FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?",
-    ),
-    recentTextSearch: db.prepare(
-      "SELECT rowid, 0 AS score FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-    ),
+    textSearch: db
+      .prepare(
+        "SELECT rowid, -bm25(chunks_fts) AS score FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?",
+      )
+      .raw(),
+    recentTextSearch: db
+      .prepare(
+        "SELECT rowid, 0 AS score FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+      )
+      .raw(),
     chunksById: db
       .prepare(`SELECT ${chunkColumns} FROM chunks WHERE id IN (SELECT value FROM json_each(?))`)
       .raw(),
@@ -141,6 +159,7 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
       "SELECT hash, vector FROM embedding_cache WHERE model = ? AND hash IN (SELECT value FROM json_each(?))",
     ),
     count: (table: string) => db.prepare(`SELECT count(*) AS count FROM ${table}`),
+    dataVersion: db.prepare("PRAGMA data_version").pluck(),
   };
   let vectorStatements:
     | {
@@ -162,13 +181,28 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
   };
   let chunkTotal: number | undefined;
   const frequencies = createTermFrequencies(db);
+  const chunkCache = createChunkCache(options.chunkCacheCharacters ?? 2 * 1024 * 1024);
   let cacheInsertsSincePrune = 0;
 
   const countRows = (table: string): number => countSchema.parse(statements.count(table).get()).count;
 
+  /** Drops what is cached about the chunks (after any write). */
   const forgetCounts = (): void => {
     chunkTotal = undefined;
     frequencies.forget();
+    chunkCache.clear();
+  };
+
+  // SQLite changes `data_version` when another connection (another process syncing the same file) commits.
+  let dataVersion = statements.dataVersion.get();
+  /** Drops the caches when another connection wrote the file since the last look (ours clear them themselves). */
+  const noticeOtherWriters = (): void => {
+    const version = statements.dataVersion.get();
+    if (version === dataVersion) return;
+    dataVersion = version;
+    forgetCounts();
+    dimensions = readDimensions();
+    vectorStatements = undefined;
   };
 
   /** Checks (and on first use fixes) the vector size, before anything is written. */
@@ -176,6 +210,7 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
     const stored = storedDimensions();
     if (stored === undefined) {
       createVectorTable(db, size);
+      dimensions = readDimensions();
       vectorStatements = undefined;
     } else if (stored !== size) {
       throw mismatch(options.path, stored, size);
@@ -265,16 +300,25 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
     pruneCache();
   });
 
+  /** The chunks at `ids` (absent ones left out), from the cache or, for the ones it lacks, in one read. */
   const fetchChunks = (ids: readonly number[]): Map<number, StoredChunk> => {
     const byId = new Map<number, StoredChunk>();
-    for (const row of statements.chunksById.all(JSON.stringify(ids))) {
+    const missing: number[] = [];
+    for (const id of ids) {
+      const chunk = chunkCache.get(id);
+      if (chunk === undefined) missing.push(id);
+      else byId.set(id, chunk);
+    }
+    if (missing.length === 0) return byId;
+    for (const row of statements.chunksById.all(JSON.stringify(missing))) {
       const { rowid, chunk } = rawChunkRow(row);
-      byId.set(rowid, chunk);
+      byId.set(rowid, chunkCache.set(rowid, chunk));
     }
     return byId;
   };
 
   const upsertFiles = async (files: readonly FileUpsert[]): Promise<void> => {
+    noticeOtherWriters();
     const sizes = new Set(
       files.flatMap(({ embeddings }) =>
         (embeddings?.vectors ?? []).flatMap((vector) => (vector === undefined ? [] : [vector.length])),
@@ -293,6 +337,7 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
     upsertFiles,
 
     async deleteFile(filePath) {
+      noticeOtherWriters();
       removeFile(filePath);
     },
 
@@ -306,18 +351,15 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
     },
 
     async search(query: BackendQuery): Promise<BackendHit[]> {
-      const textScores = new Map<number, number>();
+      noticeOtherWriters();
+      let textScores = new Map<number, number>();
       if ((query.terms.length > 0 || (query.allOf?.length ?? 0) > 0) && query.paths !== undefined) {
         const expression = query.allOf === undefined ? anyOf(query.terms) : allOf(query.allOf);
-        for (const [rowid, score] of scoped.text(expression, query.limit, query.rank !== false, query.paths))
-          textScores.set(rowid, score);
+        textScores = scoped.text(expression, query.limit, query.rank !== false, query.paths);
       } else if (query.terms.length > 0 || (query.allOf?.length ?? 0) > 0) {
         const statement = query.rank === false ? statements.recentTextSearch : statements.textSearch;
         const expression = query.allOf === undefined ? anyOf(query.terms) : allOf(query.allOf);
-        for (const row of statement.all(expression, query.limit)) {
-          const parsed = scoreRowSchema.parse(row);
-          textScores.set(parsed.rowid, parsed.score);
-        }
+        addScoreRows(statement.all(expression, query.limit), textScores);
       }
       const similarities = new Map<number, number>();
       const vectorTable = vectors();
@@ -371,6 +413,7 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
     },
 
     async termStatistics(terms: readonly string[]): Promise<TermStatistics> {
+      noticeOtherWriters();
       chunkTotal ??= countRows("chunks");
       const total = chunkTotal;
       return { total, documents: new Map(terms.map((term) => [term, frequencies.count(term, total)])) };
@@ -381,6 +424,7 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
     },
 
     async setVectors(model, entries) {
+      noticeOtherWriters();
       const sizes = new Set(entries.map((entry) => entry.vector.length));
       for (const size of sizes) ensureDimensions(size);
       applyVectors(model, entries);
@@ -400,6 +444,7 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
       dropVectors(db);
       vectorStatements = undefined;
       if (options.dimensions !== undefined) createVectorTable(db, options.dimensions);
+      dimensions = readDimensions();
     },
 
     async clear() {
@@ -413,6 +458,7 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
     },
 
     async stats(): Promise<BackendStats> {
+      noticeOtherWriters();
       const embedded = countSchema.parse(
         db.prepare("SELECT count(*) AS count FROM chunks WHERE embedded = 1").get(),
       );

@@ -1,6 +1,6 @@
 import type { ScopePathFilter } from "@almanac/memory-files";
 import type Database from "better-sqlite3";
-import { scoreRowSchema } from "./sqlite-rows.js";
+import { addScoreRows } from "./sqlite-score-rows.js";
 
 /** Most vector neighbours asked of sqlite-vec in one query (its own limit is 4096). */
 const MAX_KNN = 4096;
@@ -23,16 +23,20 @@ export interface SqliteScopeQueries {
 export function createSqliteScopeQueries(db: Database.Database): SqliteScopeQueries {
   // `(prefix matches) = wanted`: wanted 1 keeps the chunks under the prefix, 0 keeps every other one.
   const inScope = "(substr(c.path, 1, length(@prefix)) = @prefix) = @wanted";
-  const ranked = db.prepare(
-    `SELECT chunks_fts.rowid AS rowid, -bm25(chunks_fts) AS score FROM chunks_fts
+  const ranked = db
+    .prepare(
+      `SELECT chunks_fts.rowid AS rowid, -bm25(chunks_fts) AS score FROM chunks_fts
      JOIN chunks c ON c.id = chunks_fts.rowid
      WHERE chunks_fts MATCH @expression AND ${inScope} ORDER BY rank LIMIT @limit`,
-  );
-  const recent = db.prepare(
-    `SELECT chunks_fts.rowid AS rowid, 0 AS score FROM chunks_fts
+    )
+    .raw();
+  const recent = db
+    .prepare(
+      `SELECT chunks_fts.rowid AS rowid, 0 AS score FROM chunks_fts
      JOIN chunks c ON c.id = chunks_fts.rowid
      WHERE chunks_fts MATCH @expression AND ${inScope} ORDER BY chunks_fts.rowid DESC LIMIT @limit`,
-  );
+    )
+    .raw();
   const rowids = db.prepare(`SELECT c.id FROM chunks c WHERE ${inScope} LIMIT @limit`).pluck();
   const outside = db.prepare(`SELECT count(*) FROM chunks c WHERE NOT (${inScope})`).pluck();
   const parameters = (filter: ScopePathFilter) =>
@@ -42,13 +46,8 @@ export function createSqliteScopeQueries(db: Database.Database): SqliteScopeQuer
 
   return {
     text(expression, limit, rank, filter) {
-      const scores = new Map<number, number>();
       const statement = rank ? ranked : recent;
-      for (const row of statement.all({ expression, limit, ...parameters(filter) })) {
-        const parsed = scoreRowSchema.parse(row);
-        scores.set(parsed.rowid, parsed.score);
-      }
-      return scores;
+      return addScoreRows(statement.all({ expression, limit, ...parameters(filter) }), new Map());
     },
     smallScope(filter, most) {
       if (filter.prefix === undefined) return undefined;
