@@ -131,6 +131,39 @@ describe("createMemory", () => {
     expect(await memory.memoryContext(OWNER_SCOPE)).toContain("LOCK-7781");
   });
 
+  it("starts watching and syncing the index only once told to, and says it is syncing until then", async () => {
+    await writeFile(path.join(workspace, "MEMORY.md"), "- The gate code is GATE-5150\n");
+    let startIndexing = (): void => {};
+    memory = await createMemory(
+      options({ startIndexing: new Promise<void>((resolve) => (startIndexing = resolve)) }),
+    );
+    // Long enough for a sync of one file to have run, had it started.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await memory.indexStatus()).toMatchObject({ state: "syncing", files: 0, watching: false });
+    expect(await searchTool(OWNER_SCOPE, "GATE-5150")).not.toContain("GATE-5150");
+    startIndexing();
+    const status = await until(async () => {
+      const current = await memory?.indexStatus();
+      return current?.state === "idle" ? current : undefined;
+    }, "the start-up sync to finish");
+    expect(status).toMatchObject({ files: 1, watching: true });
+    expect(await searchTool(OWNER_SCOPE, "GATE-5150")).toContain("GATE-5150");
+    // The watcher runs: a file written now is found without another sync being asked for.
+    await writeFile(path.join(workspace, "memory", "2026-12-02.md"), "- The shed code is SHED-2046\n");
+    await until(async () => {
+      const text = await searchTool(OWNER_SCOPE, "SHED-2046");
+      return text.includes("SHED-2046") ? text : undefined;
+    }, "the watched file to be indexed");
+  });
+
+  it("stops without waiting for its deadline when the index never started", async () => {
+    memory = await createMemory(options({ startIndexing: new Promise<void>(() => {}) }));
+    const started = Date.now();
+    await memory.stop(5000);
+    memory = undefined;
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
   it("without a summarizer model, enqueue is a no-op and there is no queue", async () => {
     memory = await createMemory(options());
     expect(memory.queue).toBeUndefined();

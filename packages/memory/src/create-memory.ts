@@ -72,6 +72,13 @@ export interface MemoryOptions {
   readonly scopeOf: (sessionKey: string) => MemoryScope;
   readonly tokenCounter: TokenCounter;
   readonly logger: Logger;
+  /**
+   * The start-up watch and sync of the index begin once this resolves (default: at once). A server passes
+   * "serving": the watcher's first walk of the workspace then does not delay the first answer, and search
+   * answers from the index as it was meanwhile (the status says "syncing"). No edit is missed: the sync
+   * that follows the watcher's start compares every file with the index.
+   */
+  readonly startIndexing?: Promise<void>;
 }
 
 /** Long-term memory as one object: the Markdown files, the index and search, the summarizer queue. */
@@ -187,8 +194,14 @@ export async function createMemory(options: MemoryOptions): Promise<Memory> {
     if (syncing === undefined) void track("sync", (onProgress) => indexer.sync({ onProgress }));
   };
   // The start-up sync runs in the background (large workspaces take a while); the watcher starts first so
-  // no edit made meanwhile is missed.
-  const startup = indexer.watch().then(() => track("sync", (onProgress) => indexer.sync({ onProgress })));
+  // no edit made meanwhile is missed. Stopped before it began (a server that failed to start), it never does.
+  let stopping = false;
+  let indexingBegun = false;
+  const startup = (options.startIndexing ?? Promise.resolve()).then(() => {
+    if (stopping) return;
+    indexingBegun = true;
+    return indexer.watch().then(() => track("sync", (onProgress) => indexer.sync({ onProgress })));
+  });
   let queue: SummaryQueue | undefined;
   if (options.summarizer) {
     const { model, contextWindow, maxOutputTokens, maxAttempts } = options.summarizer;
@@ -287,6 +300,7 @@ export async function createMemory(options: MemoryOptions): Promise<Memory> {
       await queue.enqueue(job);
     },
     async stop(deadlineMs) {
+      stopping = true;
       await queue?.stop({ deadlineMs });
       // A start-up sync of a large workspace may still run: give it the deadline, not forever (the index
       // is rebuildable, and the next start resumes the incremental sync).
@@ -295,7 +309,7 @@ export async function createMemory(options: MemoryOptions): Promise<Memory> {
         timer = setTimeout(resolve, deadlineMs);
         timer.unref();
       });
-      await Promise.race([startup.catch(() => {}), deadline]);
+      if (indexingBegun) await Promise.race([startup.catch(() => {}), deadline]);
       clearTimeout(timer);
       await Promise.race([indexer.close(), deadline]);
       try {

@@ -24,6 +24,16 @@ export const memoryPlugin = fp(
   async (app) => {
     const { config, models } = app;
     const { embedding } = config;
+    // The watcher's first walk of the workspace and the start-up sync begin a turn of the event loop after the
+    // app is ready: by then `listen()` has bound the port, so they do not delay the first answer (search
+    // answers from the index as it was meanwhile). An app that only `inject()`s starts them the same way.
+    let beginIndexing = (): void => {};
+    const startIndexing = new Promise<void>((resolve) => {
+      beginIndexing = resolve;
+    });
+    app.addHook("onReady", async () => {
+      setImmediate(beginIndexing);
+    });
     const summarizerModel =
       models.chat && config.memory.summarizerModel
         ? models.named(config.memory.summarizerModel)
@@ -60,6 +70,7 @@ export const memoryPlugin = fp(
       scopeOf: (sessionKey) => resolveMemoryScope(sessionKey, config),
       tokenCounter: models.tokenCounter,
       logger: app.log,
+      startIndexing,
     });
     app.decorate("memory", memory);
     app.addHook("onClose", async () => {
