@@ -85,6 +85,9 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), "almanac-build-"));
   await writeFile(join(work, "hooks.mjs"), HOOKS);
   await writeFile(join(work, "register.mjs"), REGISTER);
+  // The client commands run here: their configuration file is read with the YAML parser, which the bundle
+  // loads on demand (createRequire from dist/).
+  await writeFile(join(work, "almanac.yaml"), "log:\n  level: warn\n");
   llm = await startScriptedLlm({ apiKey: TEST_MODEL_KEY });
   server = spawn(
     process.execPath,
