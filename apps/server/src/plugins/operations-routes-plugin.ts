@@ -83,8 +83,9 @@ export const operationsRoutesPlugin = fp(
       "/metrics",
       { schema: { tags: ["operations"], summary: "Prometheus metrics" } },
       async (_request, reply) => {
-        reply.header("content-type", app.metrics.registry.contentType);
-        return app.metrics.registry.metrics();
+        const { contentType, text } = await app.metrics.scrape();
+        reply.header("content-type", contentType);
+        return text;
       },
     );
     app.get(

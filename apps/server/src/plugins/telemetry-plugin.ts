@@ -26,15 +26,18 @@ export const telemetryPlugin = fp(
     );
     const sessions = () => (app.hasDecorator("sessions") ? app.sessions : undefined);
     const lanes = () => (app.hasDecorator("laneScheduler") ? app.laneScheduler.stats() : undefined);
-    app.decorate(
-      "metrics",
-      createMetrics({
-        queueDepth: () => lanes()?.queued ?? 0,
-        runningTurns: () => lanes()?.running ?? 0,
-        loadedSessions: () => sessions()?.loadedCount() ?? 0,
-        contextTokens: () => sessions()?.loadedContextTokens() ?? [],
-      }),
-    );
+    const metrics = createMetrics({
+      queueDepth: () => lanes()?.queued ?? 0,
+      runningTurns: () => lanes()?.running ?? 0,
+      loadedSessions: () => sessions()?.loadedCount() ?? 0,
+      contextTokens: () => sessions()?.loadedContextTokens() ?? [],
+    });
+    app.decorate("metrics", metrics);
+    // prom-client loads a turn of the event loop after the app is ready (a listening server has bound its port
+    // by then), not before the first answer; a count or a scrape before that loads it at once.
+    app.addHook("onReady", async () => {
+      setImmediate(() => metrics.start());
+    });
   },
   { name: PLUGIN.telemetry, fastify: "5.x", dependencies: [PLUGIN.config] },
 );
