@@ -28,6 +28,17 @@ describe("createChunkCache", () => {
     expect(cache.size).toBe(0);
   });
 
+  it("forgets one chunk, and counts its text as gone", () => {
+    const cache = createChunkCache(8);
+    cache.set(1, chunk("aaaa"));
+    cache.set(2, chunk("bbbb"));
+    cache.delete(1);
+    expect(cache.get(1)).toBeUndefined();
+    cache.set(3, chunk("cccc"));
+    expect(cache.get(2)?.text).toBe("bbbb");
+    expect(cache.size).toBe(2);
+  });
+
   it("drops the least recently used chunks when their texts exceed the bound", () => {
     const cache = createChunkCache(10);
     cache.set(1, chunk("aaaa"));

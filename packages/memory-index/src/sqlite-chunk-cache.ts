@@ -3,15 +3,18 @@ import type { StoredChunk } from "./types.js";
 /**
  * Chunks a search has read, by rowid, kept until the index changes. Reading a search's 32 candidates back
  * from SQLite turned ~350 column values a query into JS strings (~65 µs of a ~350 µs search on the year
- * corpus); a chunk read once is served from here until the next write. The backend clears it on every write
- * of its own and when another connection has written the file (`PRAGMA data_version`).
+ * corpus); a chunk read once is served from here until its row is deleted. The backend drops the rows it deletes
+ * (a file's chunks are deleted and inserted anew when it changes) and clears it all when another connection has
+ * written the file (`PRAGMA data_version`).
  */
 export interface ChunkCache {
   /** The chunk stored at `rowid`, if it was read since the last {@link ChunkCache.clear}. */
   get(rowid: number): StoredChunk | undefined;
   /** Keeps `chunk` (frozen: every search shares it); the least recently used ones go past the size bound. */
   set(rowid: number, chunk: StoredChunk): StoredChunk;
-  /** Forgets every chunk (rowids are reused once rows are deleted). */
+  /** Forgets the chunk at `rowid` (its row is being deleted: SQLite reuses rowids). */
+  delete(rowid: number): void;
+  /** Forgets every chunk. */
   clear(): void;
   /** Chunks held, for tests. */
   readonly size: number;
@@ -53,6 +56,12 @@ export function createChunkCache(maxCharacters: number): ChunkCache {
       chunks.set(rowid, frozen);
       characters += size;
       return frozen;
+    },
+    delete(rowid) {
+      const chunk = chunks.get(rowid);
+      if (chunk === undefined) return;
+      chunks.delete(rowid);
+      characters -= chunk.text.length;
     },
     clear() {
       chunks.clear();

@@ -89,6 +89,20 @@ describe("createSqliteIndex", () => {
     await index.close();
   });
 
+  it("keeps serving the chunks of files a write did not touch", async () => {
+    const index = createSqliteIndex({ path: file });
+    const chunkOf = async (path: string) =>
+      (await index.search({ terms: ["otters"], limit: 5 })).find((hit) => hit.chunk.path === path)?.chunk;
+    await index.upsertFile(fileFor("MEMORY.md", "a"), indexChunks("MEMORY.md", "Otters hold hands.\n"));
+    const day = "memory/2025-01-02.md";
+    await index.upsertFile(fileFor(day, "b"), indexChunks(day, "# Day\n\nSaw otters.\n"));
+    const kept = await chunkOf("MEMORY.md");
+    await index.upsertFile(fileFor(day, "c"), indexChunks(day, "# Day\n\nSaw two otters.\n"));
+    expect(await chunkOf("MEMORY.md")).toBe(kept);
+    expect((await chunkOf(day))?.text).toBe("# Day\n\nSaw two otters.");
+    await index.close();
+  });
+
   it("searches the same without its chunk cache", async () => {
     const index = createSqliteIndex({ path: file, chunkCacheCharacters: 0 });
     await index.upsertFile(fileFor("MEMORY.md", "a"), indexChunks("MEMORY.md", "Otters hold hands.\n"));

@@ -186,11 +186,10 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
 
   const countRows = (table: string): number => countSchema.parse(statements.count(table).get()).count;
 
-  /** Drops what is cached about the chunks (after any write). */
+  /** Drops the cached counts (after any write). */
   const forgetCounts = (): void => {
     chunkTotal = undefined;
     frequencies.forget();
-    chunkCache.clear();
   };
 
   // SQLite changes `data_version` when another connection (another process syncing the same file) commits.
@@ -201,6 +200,7 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
     if (version === dataVersion) return;
     dataVersion = version;
     forgetCounts();
+    chunkCache.clear();
     dimensions = readDimensions();
     vectorStatements = undefined;
   };
@@ -231,6 +231,8 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
     const vectorTable = vectors();
     for (const id of statements.chunkIdsOfPath.all(filePath)) {
       if (typeof id !== "number") continue;
+      // Before the row goes: a later insert may take its rowid. (A rollback only makes the cache miss.)
+      chunkCache.delete(id);
       statements.deleteFts.run(id);
       vectorTable?.remove.run(BigInt(id));
     }
@@ -455,6 +457,7 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
         if (vectors() !== undefined) db.exec("DELETE FROM chunks_vec");
       })();
       forgetCounts();
+      chunkCache.clear();
     },
 
     async stats(): Promise<BackendStats> {
