@@ -143,6 +143,49 @@ describe("WorkingMemory", () => {
     expect(memory.messages).toEqual([old, recent]);
   });
 
+  it("keeps the active messages right as messages are appended, compacted or not", () => {
+    const old = withMark(createMessage({ role: "user", content: "old" }), "compacted");
+    const recent = createMessage({ role: "user", content: "recent" });
+    const memory = new WorkingMemory({ messages: [old, recent] });
+    const first = memory.activeMessages();
+    const reply = createMessage({ role: "assistant", content: "reply" });
+    const moved = withMark(createMessage({ role: "user", content: "moved" }), "compacted");
+    memory.append(reply, moved);
+    expect(memory.activeMessages()).toEqual([recent, reply]);
+    expect(first).toEqual([recent]);
+    memory.append(moved);
+    expect(memory.activeMessages()).toEqual([recent, reply]);
+    memory.replaceMessages([old, recent]);
+    expect(memory.activeMessages()).toEqual([recent]);
+  });
+
+  it("repairs tool pairs, looking again only at what was appended since the last check", () => {
+    const call = (id: string) =>
+      createMessage({ role: "assistant", content: [{ type: "tool_call", id, name: "t", arguments: "{}" }] });
+    const result = (id: string) =>
+      createMessage({ role: "tool", content: [{ type: "tool_result", callId: id, content: "ok" }] });
+    const memory = new WorkingMemory({
+      messages: [createMessage({ role: "user", content: "go" }), call("a")],
+    });
+    expect(memory.repairToolPairs()).toBe(true); // the call got its missing result
+    expect(memory.messages.map((message) => message.role)).toEqual(["user", "assistant", "tool"]);
+    const intact = memory.messages;
+    expect(memory.repairToolPairs()).toBe(false);
+    expect(memory.messages).toBe(intact);
+    memory.append(call("b"), result("b"));
+    expect(memory.repairToolPairs()).toBe(false);
+    memory.append(result("zzz")); // answers nothing: dropped
+    expect(memory.repairToolPairs()).toBe(true);
+    expect(memory.messages).toHaveLength(5);
+    memory.append(call("c"));
+    expect(memory.repairToolPairs()).toBe(true);
+    expect(memory.messages).toHaveLength(7);
+    // Replaced messages are checked again from the start.
+    memory.replaceMessages([result("orphan"), ...memory.messages.slice(1)]);
+    expect(memory.repairToolPairs()).toBe(true);
+    expect(memory.messages).toHaveLength(6);
+  });
+
   it("never changes a messages array handed out earlier", () => {
     const memory = new WorkingMemory();
     const before = memory.messages;

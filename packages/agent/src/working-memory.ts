@@ -1,4 +1,4 @@
-import { hasMark, type Message, messageSchema, UserError } from "@almanac/core";
+import { hasMark, type Message, messageSchema, repairToolPairs, UserError } from "@almanac/core";
 import { z } from "zod";
 
 /** The rolling summary of everything compacted so far; it stands in for those messages in the prompt. */
@@ -57,6 +57,8 @@ export class WorkingMemory {
   #summary: RollingSummary | undefined;
   #counters: Readonly<Record<string, number>>;
   #active: { readonly of: readonly Message[]; readonly active: readonly Message[] } | undefined;
+  /** How many leading messages are known to pair their tool calls and results (see {@link repairToolPairs}). */
+  #pairedPrefix = 0;
 
   constructor(init: WorkingMemoryInit = {}) {
     this.#messages = Object.freeze([...(init.messages ?? [])]);
@@ -92,13 +94,37 @@ export class WorkingMemory {
   /** Adds messages at the end. */
   append(...messages: readonly Message[]): void {
     if (messages.length === 0) return;
-    this.#messages = Object.freeze([...this.#messages, ...messages]);
+    const before = this.#messages;
+    this.#messages = Object.freeze([...before, ...messages]);
+    // The active list grows by the appended messages that go into the prompt (no filtering of the history).
+    if (this.#active?.of === before) {
+      const added = messages.filter((message) => !hasMark(message, "compacted"));
+      const { active } = this.#active;
+      this.#active = {
+        of: this.#messages,
+        active: added.length === 0 ? active : Object.freeze([...active, ...added]),
+      };
+    }
   }
 
   /** Replaces every message (compaction marks messages this way). */
   replaceMessages(messages: readonly Message[]): void {
     if (messages === this.#messages) return; // already ours, frozen: nothing to copy
     this.#messages = Object.freeze([...messages]);
+    this.#pairedPrefix = 0;
+  }
+
+  /**
+   * Gives every tool call a result and drops results that answer no call (core's `repairToolPairs`). Messages
+   * checked by an earlier call and only appended to since are not looked at again, so a turn's checks do not
+   * grow with the history. True when something was repaired.
+   */
+  repairToolPairs(): boolean {
+    const messages = this.#messages;
+    const repaired = repairToolPairs(messages, this.#pairedPrefix);
+    this.replaceMessages(repaired);
+    this.#pairedPrefix = repaired.length;
+    return repaired !== messages;
   }
 
   /** Replaces the rolling summary; `undefined` removes it. */
