@@ -4,7 +4,6 @@ import {
   describeError,
   type Logger,
   type Message,
-  repairToolPairs,
   silentLogger,
   toolCallsOf,
   type Usage,
@@ -97,10 +96,8 @@ export function createAgent(options: AgentOptions): Agent {
       };
 
       // A previous run that crashed mid-tools may have left calls unanswered; repair before going on.
-      const repaired = repairToolPairs(memory.messages);
-      if (repaired !== memory.messages) {
+      if (memory.repairToolPairs()) {
         logger.warn({}, "memory had unpaired tool calls or results; repaired before the run");
-        memory.replaceMessages(repaired);
       }
       if (input !== undefined) memory.append(input);
       try {

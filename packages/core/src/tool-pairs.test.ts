@@ -72,6 +72,11 @@ describe("repairToolPairs on random conversations", () => {
       expect(pairsIntact(messages), JSON.stringify(messages.map((message) => message.content))).toBe(
         rebuildToolPairs(messages) === messages,
       );
+      // After an intact prefix, checking only the rest gives the same answer.
+      for (let split = 0; split <= messages.length; split += 1) {
+        if (!pairsIntact(messages.slice(0, split))) continue;
+        expect(pairsIntact(messages, split), `split at ${split}`).toBe(pairsIntact(messages));
+      }
     }
   });
 });

@@ -63,7 +63,21 @@ let store: SessionStore;
 /** When set, every write to the store fails as a full disk would. */
 let diskFull: boolean;
 
-function openRuntime(options: { withModel?: boolean; memory?: WorkingMemory } = {}): SessionRuntime {
+/** The counting model, filling the disk while it answers when `fillDiskOnCall` is set. */
+let fillDiskOnCall = false;
+const diskFillingModel: ChatModel = {
+  ...countingModel,
+  async complete(request) {
+    const response = await countingModel.complete(request);
+    if (fillDiskOnCall) diskFull = true;
+    fillDiskOnCall = false;
+    return response;
+  },
+};
+
+function openRuntime(
+  options: { withModel?: boolean; memory?: WorkingMemory; model?: ChatModel } = {},
+): SessionRuntime {
   return createSessionRuntime({
     session: openSession(store, KEY),
     state: {
@@ -73,7 +87,8 @@ function openRuntime(options: { withModel?: boolean; memory?: WorkingMemory } = 
     },
     checkpointed: false,
     systemPrompt: "test",
-    runtime: options.withModel === false ? undefined : createTestRuntime(countingModel, tmpdir()),
+    runtime:
+      options.withModel === false ? undefined : createTestRuntime(options.model ?? countingModel, tmpdir()),
     tokenCounter: createTokenCounter(),
     contextWindow: 10_000,
     turnTimeoutMs: 10_000,
@@ -118,6 +133,18 @@ describe("a session's runtime over the in-memory store", () => {
     const reply = await runtime.runTurn({ inbound: inbound("two") }, signals);
     expect(reply.text).toBe("seen 2");
     expect(await transcriptTexts()).toEqual(["one", "two", "seen 2"]);
+  });
+
+  it("keeps a reply the storage refused after the model answered, and writes it before the next turn's", async () => {
+    const runtime = openRuntime({ model: diskFillingModel });
+    await runtime.runTurn({ inbound: inbound("zero") }, signals);
+    fillDiskOnCall = true;
+    await expect(runtime.runTurn({ inbound: inbound("one") }, signals)).rejects.toThrow(/ENOSPC/);
+    expect(runtime.memory.messages.map(textOf)).toEqual(["zero", "seen 1", "one", "seen 2"]);
+    expect(await transcriptTexts()).toEqual(["zero", "seen 1", "one"]);
+    diskFull = false;
+    await runtime.runTurn({ inbound: inbound("two") }, signals);
+    expect(await transcriptTexts()).toEqual(["zero", "seen 1", "one", "seen 2", "two", "seen 3"]);
   });
 
   it("writes the snapshot with the first turn, then only appends until the 16th turn since it", async () => {

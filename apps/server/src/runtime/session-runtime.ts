@@ -107,8 +107,11 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
   let lastUsed = clock();
   /** What the last snapshot holds, to tell whether a turn only appended messages (see {@link CHECKPOINT_TURNS}). */
   let checkpoint: Checkpoint | undefined = options.checkpointed ? checkpointOf(memory) : undefined;
-  /** Ids of messages a failed write (full disk) kept out of the transcript; the next turn appends them first. */
-  let untranscribed: ReadonlySet<string> | undefined;
+  /**
+   * The messages as of the last write: all of them are in the transcript. What a failed write (full disk) kept
+   * out stays after it, so the next write appends it first.
+   */
+  let written: readonly Message[] = memory.messages;
 
   const agent = options.runtime?.openSession({
     sessionKey: key,
@@ -141,18 +144,21 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
     return { version: 1, key, createdAt, updatedAt: stats.lastActivity, memory: memory.toJSON(), stats };
   }
 
-  /** Appends the messages not yet in the transcript (ids not in `transcribed`), and remembers them. */
-  async function transcribe(transcribed: Set<string>): Promise<void> {
-    const added = memory.messages.filter((message) => !transcribed.has(message.id));
-    if (added.length === 0) return;
-    try {
-      await session.append(added);
-    } catch (error) {
-      untranscribed = new Set(added.map((message) => message.id));
-      throw error;
-    }
-    for (const message of added) transcribed.add(message.id);
-    untranscribed = undefined;
+  /** The messages now, and those of them not in the transcript yet. */
+  function unwritten(): { readonly current: readonly Message[]; readonly added: readonly Message[] } {
+    const current = memory.messages;
+    if (current === written) return { current, added: [] };
+    // A turn only appends, or marks messages in place (compaction): what follows the written ones is new.
+    if (extendsById(written, current)) return { current, added: current.slice(written.length) };
+    const ids = new Set(written.map((message) => message.id));
+    return { current, added: current.filter((message) => !ids.has(message.id)) };
+  }
+
+  /** Appends the messages not yet in the transcript. */
+  async function transcribe(): Promise<void> {
+    const { current, added } = unwritten();
+    if (added.length > 0) await session.append(added);
+    written = current;
   }
 
   /**
@@ -160,27 +166,21 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
    * session changed other than by appending, when {@link CHECKPOINT_TURNS} turns are only in the transcript, or
    * when asked.
    */
-  async function persist(transcribed: Set<string>, force = false): Promise<void> {
-    memory.replaceMessages(repairToolPairs(memory.messages));
-    const added = memory.messages.filter((message) => !transcribed.has(message.id));
+  async function persist(force = false): Promise<void> {
+    memory.repairToolPairs();
+    const { current, added } = unwritten();
     const saved = checkpoint;
     const appendOnly =
       !force && saved !== undefined && saved.turnsSince + 1 < CHECKPOINT_TURNS && onlyAppended(saved, memory);
-    try {
-      if (appendOnly) {
-        if (added.length > 0) await session.append(added);
-        stats = currentStats();
-        checkpoint = { ...saved, turnsSince: saved.turnsSince + 1 };
-      } else {
-        await session.checkpoint(snapshot(), added);
-      }
-    } catch (error) {
-      // Neither file changed: the messages stay in memory and the next turn writes them first.
-      if (added.length > 0) untranscribed = new Set(added.map((message) => message.id));
-      throw error;
+    // When a write fails neither file changed: `written` stays, so the next turn writes these messages first.
+    if (appendOnly) {
+      if (added.length > 0) await session.append(added);
+      stats = currentStats();
+      checkpoint = { ...saved, turnsSince: saved.turnsSince + 1 };
+    } else {
+      await session.checkpoint(snapshot(), added);
     }
-    for (const message of added) transcribed.add(message.id);
-    untranscribed = undefined;
+    written = current;
   }
 
   async function runTurn(request: TurnRequest, signals: TurnSignals): Promise<TurnResult> {
@@ -195,15 +195,12 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
         ...(inbound.images ?? []),
       ],
     });
-    const before = new Set(
-      memory.messages.map((message) => message.id).filter((id) => !untranscribed?.has(id)),
-    );
     memory.append(input);
     // Open the turn durably before any model time is spent: the user's words survive a crash from here on
     // (the transcript past the snapshot's recorded size is the open turn). Messages an earlier full disk kept
     // out of the transcript go first; if this fails too, the input joins them (kept in memory, written by the
     // next turn) and the caller gets the storage error.
-    await transcribe(before);
+    await transcribe();
 
     let completed = false;
     const timeout = AbortSignal.timeout(options.turnTimeoutMs);
@@ -214,7 +211,7 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
         memory,
         // Before every reasoning step (and so before compaction may shorten anything), new messages go to
         // the transcript as they were said.
-        transcribe: () => transcribe(before),
+        transcribe,
         signal: AbortSignal.any(all),
         stopSignal: signals.stop,
         ...(request.stream ? { stream: true } : {}),
@@ -246,7 +243,7 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
     } finally {
       // Whatever happened (answer, model error, abort), what the turn added is kept. A turn that failed is
       // checkpointed, so a transcript ending in a user message on load means a crash, not an error.
-      await persist(before, !completed);
+      await persist(!completed);
     }
   }
 
@@ -270,6 +267,7 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
     );
     const toAppend = [...missingFromTranscript, ...repairs];
     if (toAppend.length > 0) await session.append(toAppend);
+    written = memory.messages;
     // Turns that ended after the last checkpoint are expected; a tail ending in a user message or a tool
     // call without its result (or repairs) is a turn a crash cut short.
     const last = memory.messages.at(-1);
@@ -318,14 +316,24 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
     runTurn,
     async compact(focus) {
       if (agent === undefined) return undefined;
-      const before = new Set(memory.messages.map((message) => message.id));
       const text = await agent.compact({ memory, ...(focus ? { focus } : {}) });
-      await persist(before);
+      await persist();
       return text;
     },
     save: () => session.checkpoint(snapshot()),
     catchUp,
   };
+}
+
+/** True when `next` holds the messages of `written` (the same ids in the same places) and maybe more. */
+function extendsById(written: readonly Message[], next: readonly Message[]): boolean {
+  if (written.length > next.length) return false;
+  for (let index = 0; index < written.length; index += 1) {
+    const before = written[index] as Message;
+    const now = next[index] as Message;
+    if (before !== now && before.id !== now.id) return false;
+  }
+  return true;
 }
 
 /** Messages as they were said, from the transcript (written before compaction may shorten anything). */
