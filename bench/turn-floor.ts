@@ -9,8 +9,11 @@
  * "300 sequential turns" row (no transcript, snapshot, session, agent, logging or statistics here).
  *
  * `--llm http` calls the model with a bare keep-alive `node:http` request instead of the `openai` client.
+ * `--sessions N` runs N conversations at once, `--turns` each (phase 5 of bench/server-process.ts is
+ * `--sessions 100 --turns 10`; each conversation sends its first turn after all have warmed up).
  *
  * Run: node --import tsx bench/turn-floor.ts [--http fastify|node] [--llm openai|http] [--turns 300]
+ *      [--sessions 1]
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { Agent, createServer } from "node:http";
@@ -29,15 +32,21 @@ const { values } = parseArgs({
     turns: { type: "string", default: "300" },
     llm: { type: "string", default: "openai" },
     client: { type: "string" },
+    sessions: { type: "string", default: "1" },
   },
 });
 const turns = Number(values.turns);
+const sessions = Number(values.sessions);
 
 /** The client's process: warm-up, then `turns` timed turns; prints the latencies as JSON. */
 async function runClient(port: number): Promise<void> {
   const agent = new Agent({ keepAlive: true });
-  const body = JSON.stringify({ model: "floor", messages: [{ role: "user", content: "hello there" }] });
-  const send = async (): Promise<void> => {
+  const send = async (user: string): Promise<void> => {
+    const body = JSON.stringify({
+      model: "floor",
+      user,
+      messages: [{ role: "user", content: "hello there" }],
+    });
     const { status } = await httpCall(
       agent,
       "POST",
@@ -47,14 +56,17 @@ async function runClient(port: number): Promise<void> {
     );
     if (status !== 200) throw new Error(`HTTP ${status}`);
   };
-  for (let turn = 0; turn < 50; turn += 1) await send();
+  for (let turn = 0; turn < 50; turn += 1) await send("warm-up");
   process.stdout.write("start\n");
   const latencies: number[] = [];
-  for (let turn = 0; turn < turns; turn += 1) {
-    const started = performance.now();
-    await send();
-    latencies.push(performance.now() - started);
-  }
+  const conversation = async (user: string): Promise<void> => {
+    for (let turn = 0; turn < turns; turn += 1) {
+      const started = performance.now();
+      await send(user);
+      latencies.push(performance.now() - started);
+    }
+  };
+  await Promise.all(Array.from({ length: sessions }, (_, index) => conversation(`session-${index}`)));
   process.stdout.write(`${JSON.stringify(latencies)}\n`);
   agent.destroy();
 }
@@ -110,9 +122,14 @@ async function main(): Promise<void> {
     logLevel: "off",
     fetch: createNodeHttpFetch(),
   });
-  const history: { role: "user" | "assistant"; content: string }[] = [];
+  const histories = new Map<string, { role: "user" | "assistant"; content: string }[]>();
   const turn = async (body: unknown): Promise<unknown> => {
-    const { messages } = body as { messages: { role: "user"; content: string }[] };
+    const { messages, user } = body as { messages: { role: "user"; content: string }[]; user: string };
+    let history = histories.get(user);
+    if (history === undefined) {
+      history = [];
+      histories.set(user, history);
+    }
     history.push(...messages);
     const json = JSON.stringify({ model: "scripted-model", messages: history });
     const answer = (
@@ -153,7 +170,16 @@ async function main(): Promise<void> {
 
   const clientProcess = spawn(
     process.execPath,
-    [...process.execArgv, fileURLToPath(import.meta.url), "--client", String(port), "--turns", String(turns)],
+    [
+      ...process.execArgv,
+      fileURLToPath(import.meta.url),
+      "--client",
+      String(port),
+      "--turns",
+      String(turns),
+      "--sessions",
+      String(sessions),
+    ],
     {
       stdio: ["ignore", "pipe", "inherit"],
     },
@@ -166,8 +192,11 @@ async function main(): Promise<void> {
   latencies.sort((a, b) => a - b);
   const at = (share: number) =>
     latencies[Math.min(latencies.length - 1, Math.floor(share * latencies.length))]!;
+  const shape =
+    sessions === 1 ? `${turns} sequential turns` : `${sessions} sessions at once × ${turns} turns`;
+  const all = turns * sessions;
   console.log(
-    `turn floor (${values.http === "node" ? "node:http" : "fastify"} + ${values.llm === "http" ? "bare node:http call" : "openai client"}, ${turns} sequential turns): p50 ${at(0.5).toFixed(2)} ms, p99 ${at(0.99).toFixed(2)} ms; this process's CPU ${((cpu.user + cpu.system) / 1000 / turns).toFixed(2)} ms a turn, of it system ${(cpu.system / 1000 / turns).toFixed(2)} ms`,
+    `turn floor (${values.http === "node" ? "node:http" : "fastify"} + ${values.llm === "http" ? "bare node:http call" : "openai client"}, ${shape}): p50 ${at(0.5).toFixed(2)} ms, p99 ${at(0.99).toFixed(2)} ms; this process's CPU ${((cpu.user + cpu.system) / 1000 / all).toFixed(2)} ms a turn, of it system ${(cpu.system / 1000 / all).toFixed(2)} ms`,
   );
   model.stdin?.end();
   modelAgent.destroy();
