@@ -128,18 +128,24 @@ describe("scoreHits", () => {
     expect(scored[0]!.chunk.path).toBe("a.md");
   });
 
-  it("scores a chunk object seen before the same as a fresh copy, and a changed chunk by its new text", () => {
+  it("scores a frozen chunk object seen before the same as a fresh copy, and a changed chunk by its new text", () => {
     const query = analyzeQuery("otters");
-    const kept = hit("memory/2025-05-30.md", "# Day\n\nOtters hold hands.");
+    const original = hit("memory/2025-05-30.md", "# Day\n\nOtters hold hands.\n- Priya: otters again.");
+    const kept = { chunk: Object.freeze({ ...original.chunk }) };
     const first = scoreHits(query, [kept], { mode: "text", now });
     expect(scoreHits(query, [kept], { mode: "text", now })).toEqual(first);
-    expect(scoreHits(query, [{ chunk: { ...kept.chunk } }], { mode: "text", now })).toEqual(
-      first.map((scored) => ({ ...scored, chunk: { ...kept.chunk } })),
+    expect(scoreHits(query, [original], { mode: "text", now })).toEqual(
+      first.map((scored) => ({ ...scored, chunk: original.chunk })),
     );
     // Same path, id and hash, other text: what scoring derived from the first must not be reused.
-    const changed = hit("memory/2025-05-30.md", "# Day\n\nBadgers dig.");
+    const changed = { chunk: Object.freeze({ ...kept.chunk, text: "# Day\n\nBadgers dig." }) };
     expect(scoreHits(query, [changed], { mode: "text", now })[0]?.coverage).toBe(0);
     expect(scoreHits(analyzeQuery("badgers"), [changed], { mode: "text", now })[0]?.coverage).toBe(1);
+    // A chunk that is not frozen may change between searches: it is read anew every time.
+    const open = hit("MEMORY.md", "Otters hold hands.");
+    expect(scoreHits(query, [open], { mode: "text", now })[0]?.coverage).toBe(1);
+    (open.chunk as { text: string }).text = "Badgers dig.";
+    expect(scoreHits(query, [open], { mode: "text", now })[0]?.coverage).toBe(0);
   });
 
   it("scores chunks not embedded yet on text alone in hybrid mode", () => {
@@ -283,15 +289,18 @@ describe("occurrences handed to the snippet", () => {
         fc.array(fc.constantFrom("Plans", "ΣΑΣ — 项目", "deploy"), { maxLength: 2 }),
         query,
         fc.constantFrom(20, 60, 200),
-        (pieces, headings, words, maxChars) => {
+        fc.boolean(),
+        (pieces, headings, words, maxChars, frozen) => {
           const base = hit("memory/2025-05-01.md", pieces.join(""));
-          const scored = scoreHits(analyzeQuery(words), [{ ...base, chunk: { ...base.chunk, headings } }], {
-            mode: "text",
-            now,
-          })[0]!;
+          // A frozen chunk (as the SQLite backend's cache hands out) has its lines kept; scored twice here.
+          const chunk = { ...base.chunk, headings };
+          const candidate = { ...base, chunk: frozen ? Object.freeze(chunk) : chunk };
+          scoreHits(analyzeQuery(words), [candidate], { mode: "text", now });
+          const scored = scoreHits(analyzeQuery(words), [candidate], { mode: "text", now })[0]!;
+          makeSnippet(scored.chunk, analyzeQuery(words), maxChars, undefined, scored.occurrences);
           expect(
             makeSnippet(scored.chunk, analyzeQuery(words), maxChars, undefined, scored.occurrences),
-          ).toEqual(makeSnippet(scored.chunk, analyzeQuery(words), maxChars));
+          ).toEqual(makeSnippet({ ...scored.chunk }, analyzeQuery(words), maxChars));
         },
       ),
       { numRuns: 2000 },

@@ -131,6 +131,10 @@ interface CandidateText {
   readonly text: string;
   /** Where the normalised chunk text starts in `text`. */
   readonly start: number;
+  /** Where each line of `text` starts. */
+  readonly lineStarts: readonly number[];
+  /** Where each line of the chunk's text starts, counted from `start`. */
+  readonly chunkLineStarts: readonly number[];
   /** The chunk's scoring length (stored by the backend or measured). */
   readonly length: number;
   /** {@link dailyLogDate} of its path. */
@@ -138,27 +142,35 @@ interface CandidateText {
 }
 
 /**
- * {@link CandidateText} per chunk object. Chunks are immutable and a backend that keeps them between searches
- * (SQLite's chunk cache) hands out the same object again, so a chunk normalised once is not normalised again
- * (~1 µs a candidate for 1.5 KB of ASCII, more with NFKC); the entry lives exactly as long as the chunk object.
+ * {@link CandidateText} per frozen chunk object. A backend that keeps chunks between searches (SQLite's chunk
+ * cache) freezes them and hands out the same object again, so such a chunk is normalised and split into lines
+ * once (~1 µs a candidate for 1.5 KB of ASCII, more with NFKC); the entry lives exactly as long as the chunk
+ * object. A chunk that is not frozen could change, so it is measured anew every time.
  */
 const candidateTexts = new WeakMap<StoredChunk, CandidateText>();
 
 function candidateText(chunk: StoredChunk): CandidateText {
-  const known = candidateTexts.get(chunk);
-  if (known !== undefined) return known;
+  const frozen = Object.isFrozen(chunk);
+  if (frozen) {
+    const known = candidateTexts.get(chunk);
+    if (known !== undefined) return known;
+  }
   const searchable = searchableText(chunk);
   const ascii = isAscii(searchable);
   const text = ascii ? searchable.toLowerCase() : normalizeForMatching(searchable);
   // The chunk's text ends the searchable text, after a newline (which normalising never reaches across).
   const prefix = searchable.length - chunk.text.length;
+  const start = ascii ? prefix : normalizeForMatching(searchable.slice(0, prefix)).length;
+  const lineStarts = lineStartsOf(text);
   const derived: CandidateText = {
     text,
-    start: ascii ? prefix : normalizeForMatching(searchable.slice(0, prefix)).length,
+    start,
+    lineStarts,
+    chunkLineStarts: lineStarts.slice(lineAt(lineStarts, start)).map((lineStart) => lineStart - start),
     length: chunk.textLength ?? textLength(text),
     date: dailyLogDate(chunk.path),
   };
-  candidateTexts.set(chunk, derived);
+  if (frozen) candidateTexts.set(chunk, derived);
   return derived;
 }
 
@@ -172,6 +184,7 @@ let held = new Float64Array(1024);
  */
 function bestLine(
   text: string,
+  lineStarts: readonly number[],
   offsets: readonly (readonly (readonly number[])[])[],
   weights: readonly number[],
 ): number {
@@ -187,7 +200,6 @@ function bestLine(
     }
     return best;
   }
-  const lineStarts = lineStartsOf(text);
   const slots = lineStarts.length * conceptCount;
   if (held.length < slots) held = new Float64Array(Math.max(slots, held.length * 2));
   held.fill(0, 0, slots);
@@ -280,8 +292,10 @@ export function scoreHits(
       offsets.push(perTerm);
       frequencies[at * concepts.length + concept] = Math.min(frequencyLimit, most);
     }
-    occurrences.push(complete ? { text, offsets, start: derived.start } : undefined);
-    lines[at] = lineWeight > 0 ? bestLine(text, offsets, weights) : 0;
+    occurrences.push(
+      complete ? { text, offsets, start: derived.start, lineStarts: derived.chunkLineStarts } : undefined,
+    );
+    lines[at] = lineWeight > 0 ? bestLine(text, derived.lineStarts, offsets, weights) : 0;
     lengths[at] = derived.length;
     dates.push(derived.date);
     lengthSum += lengths[at]!;

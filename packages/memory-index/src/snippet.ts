@@ -29,6 +29,8 @@ export interface SnippetSource {
 export interface TextOccurrences {
   readonly text: string;
   readonly start: number;
+  /** Where each line of the chunk's text starts in `text`, counted from `start` (found when absent). */
+  readonly lineStarts?: readonly number[];
   readonly offsets: readonly (readonly (readonly number[])[])[];
 }
 
@@ -92,14 +94,17 @@ function lineWeights(
 ): { weights: Float64Array; bestTerms: (string | undefined)[] } {
   // Normalised whole, not line by line: NFKC and lower-casing never make, remove or reach across a newline.
   const normalized = occurrences === undefined ? normalizeCandidateText(text) : undefined;
-  let lineStarts: number[];
+  let lineStarts: readonly number[];
   if (occurrences === undefined) {
     lineStarts = lineStartsOf(normalized!);
+  } else if (occurrences.lineStarts !== undefined) {
+    lineStarts = occurrences.lineStarts;
   } else {
     const { text: searchable, start } = occurrences;
-    lineStarts = [0];
+    const found = [0];
     for (let at = searchable.indexOf("\n", start); at !== -1; at = searchable.indexOf("\n", at + 1))
-      lineStarts.push(at + 1 - start);
+      found.push(at + 1 - start);
+    lineStarts = found;
   }
   const content = query.concepts.filter((concept) => !concept.stopWord);
   const concepts = content.length > 0 ? content : query.concepts;
@@ -133,6 +138,35 @@ function lineWeights(
   return { weights, bestTerms };
 }
 
+/** A chunk's text as lines, with its first and last non-blank line and the length from one to the other. */
+interface ChunkLines {
+  readonly lines: readonly string[];
+  readonly first: number;
+  readonly last: number;
+  readonly wholeLength: number;
+}
+
+/** {@link ChunkLines} per frozen chunk object (one a backend keeps between searches; see `hybrid-score.ts`). */
+const chunkLinesCache = new WeakMap<SnippetSource, ChunkLines>();
+
+function chunkLines(chunk: SnippetSource): ChunkLines {
+  const frozen = Object.isFrozen(chunk);
+  if (frozen) {
+    const known = chunkLinesCache.get(chunk);
+    if (known !== undefined) return known;
+  }
+  const lines = chunk.text.split("\n");
+  let first = 0;
+  let last = lines.length - 1;
+  while (first < last && lines[first]!.trim() === "") first += 1;
+  while (last > first && lines[last]!.trim() === "") last -= 1;
+  let wholeLength = last - first;
+  for (let index = first; index <= last; index += 1) wholeLength += lines[index]!.length;
+  const split: ChunkLines = { lines, first, last, wholeLength };
+  if (frozen) chunkLinesCache.set(chunk, split);
+  return split;
+}
+
 /** Cuts one over-long line to `maxChars` code points around `term` (never inside a surrogate pair). */
 function cutLine(line: string, term: string | undefined, maxChars: number): string {
   const points = Array.from(line);
@@ -160,13 +194,7 @@ export function makeSnippet(
   statistics?: TermStatistics,
   occurrences?: TextOccurrences,
 ): Snippet {
-  const lines = chunk.text.split("\n");
-  let first = 0;
-  let last = lines.length - 1;
-  while (first < last && lines[first]!.trim() === "") first += 1;
-  while (last > first && lines[last]!.trim() === "") last -= 1;
-  let wholeLength = last - first;
-  for (let index = first; index <= last; index += 1) wholeLength += lines[index]!.length;
+  const { lines, first, last, wholeLength } = chunkLines(chunk);
   if (wholeLength <= maxChars) {
     const whole = lines.slice(first, last + 1).join("\n");
     return { text: whole, startLine: chunk.startLine + first, endLine: chunk.startLine + last };
