@@ -319,6 +319,69 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
     return byId;
   };
 
+  // One read transaction: the check for other writers, the full-text query and the chunk reads see one snapshot,
+  // so a rowid another process deleted and reused in between cannot be answered from the cache.
+  const searchSnapshot = db.transaction((query: BackendQuery): BackendHit[] => {
+    noticeOtherWriters();
+    let textScores = new Map<number, number>();
+    if ((query.terms.length > 0 || (query.allOf?.length ?? 0) > 0) && query.paths !== undefined) {
+      const expression = query.allOf === undefined ? anyOf(query.terms) : allOf(query.allOf);
+      textScores = scoped.text(expression, query.limit, query.rank !== false, query.paths);
+    } else if (query.terms.length > 0 || (query.allOf?.length ?? 0) > 0) {
+      const statement = query.rank === false ? statements.recentTextSearch : statements.textSearch;
+      const expression = query.allOf === undefined ? anyOf(query.terms) : allOf(query.allOf);
+      addScoreRows(statement.all(expression, query.limit), textScores);
+    }
+    const similarities = new Map<number, number>();
+    const vectorTable = vectors();
+    if (query.vector !== undefined && vectorTable !== undefined) {
+      if (query.vector.length !== storedDimensions())
+        throw mismatch(options.path, storedDimensions()!, query.vector.length);
+      const small = query.paths === undefined ? undefined : scoped.smallScope(query.paths, 20_000);
+      if (small !== undefined) {
+        // A shared chat's own folder: compare with each of its vectors, the nearest `limit` count.
+        const nearest: Array<[number, number]> = [];
+        for (const rowid of small) {
+          const row = vectorTable.get.get(BigInt(rowid));
+          if (row === undefined) continue;
+          const parsed = vectorRowSchema.parse(row);
+          nearest.push([rowid, cosineSimilarity(query.vector, fromVectorBlob(parsed.embedding))]);
+        }
+        nearest.sort((left, right) => right[1] - left[1]);
+        for (const [rowid, similarity] of nearest.slice(0, query.limit)) similarities.set(rowid, similarity);
+      } else {
+        const k = query.paths === undefined ? query.limit : scoped.knnSize(query.paths, query.limit);
+        for (const row of vectorTable.knn.all(toVectorBlob(query.vector), k)) {
+          const parsed = scoreRowSchema.parse(row);
+          similarities.set(parsed.rowid, 1 - parsed.score);
+        }
+      }
+      for (const rowid of textScores.keys()) {
+        if (similarities.has(rowid)) continue;
+        const row = vectorTable.get.get(BigInt(rowid));
+        if (row === undefined) continue;
+        const parsed = vectorRowSchema.parse(row);
+        similarities.set(rowid, cosineSimilarity(query.vector, fromVectorBlob(parsed.embedding)));
+      }
+    }
+    const ids = [...new Set([...textScores.keys(), ...similarities.keys()])];
+    const chunks = fetchChunks(ids);
+    return ids.flatMap((id) => {
+      const chunk = chunks.get(id);
+      if (chunk === undefined) return [];
+      if (query.paths !== undefined && !matchesPathFilter(query.paths, chunk.path)) return [];
+      const textScore = textScores.get(id);
+      const vectorSimilarity = similarities.get(id);
+      return [
+        {
+          chunk,
+          ...(textScore === undefined ? {} : { textScore }),
+          ...(vectorSimilarity === undefined ? {} : { vectorSimilarity }),
+        },
+      ];
+    });
+  });
+
   const upsertFiles = async (files: readonly FileUpsert[]): Promise<void> => {
     noticeOtherWriters();
     const sizes = new Set(
@@ -353,65 +416,7 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
     },
 
     async search(query: BackendQuery): Promise<BackendHit[]> {
-      noticeOtherWriters();
-      let textScores = new Map<number, number>();
-      if ((query.terms.length > 0 || (query.allOf?.length ?? 0) > 0) && query.paths !== undefined) {
-        const expression = query.allOf === undefined ? anyOf(query.terms) : allOf(query.allOf);
-        textScores = scoped.text(expression, query.limit, query.rank !== false, query.paths);
-      } else if (query.terms.length > 0 || (query.allOf?.length ?? 0) > 0) {
-        const statement = query.rank === false ? statements.recentTextSearch : statements.textSearch;
-        const expression = query.allOf === undefined ? anyOf(query.terms) : allOf(query.allOf);
-        addScoreRows(statement.all(expression, query.limit), textScores);
-      }
-      const similarities = new Map<number, number>();
-      const vectorTable = vectors();
-      if (query.vector !== undefined && vectorTable !== undefined) {
-        if (query.vector.length !== storedDimensions())
-          throw mismatch(options.path, storedDimensions()!, query.vector.length);
-        const small = query.paths === undefined ? undefined : scoped.smallScope(query.paths, 20_000);
-        if (small !== undefined) {
-          // A shared chat's own folder: compare with each of its vectors, the nearest `limit` count.
-          const nearest: Array<[number, number]> = [];
-          for (const rowid of small) {
-            const row = vectorTable.get.get(BigInt(rowid));
-            if (row === undefined) continue;
-            const parsed = vectorRowSchema.parse(row);
-            nearest.push([rowid, cosineSimilarity(query.vector, fromVectorBlob(parsed.embedding))]);
-          }
-          nearest.sort((left, right) => right[1] - left[1]);
-          for (const [rowid, similarity] of nearest.slice(0, query.limit))
-            similarities.set(rowid, similarity);
-        } else {
-          const k = query.paths === undefined ? query.limit : scoped.knnSize(query.paths, query.limit);
-          for (const row of vectorTable.knn.all(toVectorBlob(query.vector), k)) {
-            const parsed = scoreRowSchema.parse(row);
-            similarities.set(parsed.rowid, 1 - parsed.score);
-          }
-        }
-        for (const rowid of textScores.keys()) {
-          if (similarities.has(rowid)) continue;
-          const row = vectorTable.get.get(BigInt(rowid));
-          if (row === undefined) continue;
-          const parsed = vectorRowSchema.parse(row);
-          similarities.set(rowid, cosineSimilarity(query.vector, fromVectorBlob(parsed.embedding)));
-        }
-      }
-      const ids = [...new Set([...textScores.keys(), ...similarities.keys()])];
-      const chunks = fetchChunks(ids);
-      return ids.flatMap((id) => {
-        const chunk = chunks.get(id);
-        if (chunk === undefined) return [];
-        if (query.paths !== undefined && !matchesPathFilter(query.paths, chunk.path)) return [];
-        const textScore = textScores.get(id);
-        const vectorSimilarity = similarities.get(id);
-        return [
-          {
-            chunk,
-            ...(textScore === undefined ? {} : { textScore }),
-            ...(vectorSimilarity === undefined ? {} : { vectorSimilarity }),
-          },
-        ];
-      });
+      return searchSnapshot(query);
     },
 
     async termStatistics(terms: readonly string[]): Promise<TermStatistics> {
