@@ -102,6 +102,45 @@ describe("createMemoryIndexer sync", () => {
     expect(await indexer.sync()).toMatchObject({ filesIndexed: 1, filesUnchanged: 9, filesRemoved: 1 });
   });
 
+  it("lets the event loop run while a large sync works (requests are served during a start-up sync)", async () => {
+    const words = ["budget", "deploy", "garden", "invoice", "kernel", "lantern", "meadow", "orbit", "quartz"];
+    for (let day = 0; day < 300; day += 1) {
+      const lines = Array.from(
+        { length: 30 },
+        (_, line) =>
+          `- ${words[(day + line) % words.length]} note ${day}.${line} about plan${day * 31 + line}`,
+      );
+      await write(
+        `memory/2025-${String(1 + (day % 12)).padStart(2, "0")}-${day}.md`,
+        `${lines.join("\n")}\n`,
+      );
+    }
+    indexer = createMemoryIndexer({ workspace, backend });
+    // A probe that runs on every turn of the event loop: the longest wait between two of its turns is the
+    // longest the sync kept the loop (and an HTTP request) waiting.
+    const started = performance.now();
+    let last = started;
+    let longest = 0;
+    let turns = 0;
+    let running = true;
+    const probe = (): void => {
+      const now = performance.now();
+      longest = Math.max(longest, now - last);
+      last = now;
+      turns += 1;
+      if (running) setImmediate(probe);
+    };
+    setImmediate(probe);
+    const report = await indexer.sync();
+    running = false;
+    const ended = performance.now();
+    longest = Math.max(longest, ended - last);
+    const took = ended - started;
+    expect(report.filesIndexed).toBe(300);
+    expect(turns).toBeGreaterThan(3);
+    expect(longest).toBeLessThan(took / 3);
+  });
+
   it("writes a sync's changed files in batches: one backend call for many small files", async () => {
     const days = Array.from(
       { length: 30 },
