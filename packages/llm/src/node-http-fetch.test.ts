@@ -44,6 +44,39 @@ describe("createNodeHttpFetch", () => {
     expect(await response.json()).toEqual({ method: "POST", auth: "Bearer k", body: '{"a":"é"}' });
   });
 
+  it("reads a whole body as fetch does: once, as text, JSON, bytes, a blob, a clone or a stream", async () => {
+    const text = '{"word":"grüße"}';
+    routes.set("/whole", (_request, response) => {
+      response.writeHead(200, { "content-type": "application/json; charset=utf-8" });
+      response.end(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]));
+    });
+    const fromFetch = await fetch(`${base}/whole`);
+    const response = await nodeFetch(`${base}/whole`);
+    expect(response).toBeInstanceOf(Response);
+    expect(response.bodyUsed).toBe(false);
+    const copy = response.clone();
+    expect(await response.text()).toBe(await fromFetch.text());
+    expect(response.bodyUsed).toBe(true);
+    await expect(response.json()).rejects.toThrow(TypeError);
+    await expect(response.arrayBuffer()).rejects.toThrow(TypeError);
+    expect(() => response.clone()).toThrow(TypeError);
+    expect(await copy.json()).toEqual({ word: "grüße" });
+
+    const bytes = new Uint8Array(await (await nodeFetch(`${base}/whole`)).arrayBuffer());
+    expect(Buffer.from(bytes).toString("utf8", 3)).toBe(text);
+    expect((await (await nodeFetch(`${base}/whole`)).bytes()).byteLength).toBe(bytes.byteLength);
+    const blob = await (await nodeFetch(`${base}/whole`)).blob();
+    expect(blob.type).toBe((await (await fetch(`${base}/whole`)).blob()).type);
+    expect(blob.size).toBe(bytes.byteLength);
+
+    const streamed = await nodeFetch(`${base}/whole`);
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of streamed.body as ReadableStream<Uint8Array>) chunks.push(chunk);
+    expect(Buffer.concat(chunks).equals(Buffer.from(bytes))).toBe(true);
+    expect(streamed.bodyUsed).toBe(true);
+    await expect(streamed.text()).rejects.toThrow(TypeError);
+  });
+
   it("decodes a gzip body and gives a 204 no body", async () => {
     routes.set("/gzip", (_request, response) => {
       response.writeHead(200, { "content-type": "application/json", "content-encoding": "gzip" });

@@ -110,10 +110,88 @@ function send(
       response.on("close", () => {
         if (!response.complete) fail(connectionClosed());
       });
-      decoded.on("end", () => finish(new Response(Buffer.concat(chunks), responseInit)));
+      decoded.on("end", () => finish(new BufferedResponse(Buffer.concat(chunks), responseInit)));
     });
     request.end(body);
   });
+}
+
+/** UTF-8's byte order mark, which `text()` and `json()` drop as fetch's body decoding does. */
+const BYTE_ORDER_MARK = Buffer.from([0xef, 0xbb, 0xbf]);
+
+/**
+ * A response whose body was read whole before it resolved: `text()`, `json()`, `arrayBuffer()` and `bytes()`
+ * decode those bytes directly; `body` (and `blob()`, `formData()`, `clone()`) go through a web stream made on
+ * first use, as a `Response` built over the bytes would. Why: building that stream for every response and
+ * reading it back through web streams was ~6 % of the server's main thread in `bench/server-process.ts`'s
+ * 100 × 10 phase (undici's `Response` constructor, `extractBody`, `consumeBody`), for a body already in memory.
+ * Reading the body twice fails as it does with fetch.
+ */
+class BufferedResponse extends Response {
+  readonly #bytes: Buffer;
+  readonly #init: ResponseInit;
+  #read = false;
+  #streamed: Response | undefined;
+
+  constructor(bytes: Buffer, init: ResponseInit) {
+    super(null, init);
+    this.#bytes = bytes;
+    this.#init = init;
+  }
+
+  /** The same body as a `Response` over a web stream, made once. */
+  #asStreamed(): Response {
+    this.#streamed ??= new Response(new Uint8Array(this.#bytes), this.#init);
+    return this.#streamed;
+  }
+
+  #take(): Buffer {
+    if (this.bodyUsed) throw new TypeError("Body is unusable: Body has already been read");
+    this.#read = true;
+    return this.#bytes;
+  }
+
+  override get body(): ReadableStream<Uint8Array<ArrayBuffer>> | null {
+    return this.#read ? null : this.#asStreamed().body;
+  }
+
+  override get bodyUsed(): boolean {
+    return this.#read || (this.#streamed?.bodyUsed ?? false);
+  }
+
+  override async text(): Promise<string> {
+    const bytes = this.#take();
+    const start = bytes.subarray(0, 3).equals(BYTE_ORDER_MARK) ? 3 : 0;
+    return bytes.toString("utf8", start);
+  }
+
+  override async json(): Promise<unknown> {
+    return JSON.parse(await this.text());
+  }
+
+  override async arrayBuffer(): Promise<ArrayBuffer> {
+    const bytes = this.#take();
+    return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+  }
+
+  override async bytes(): Promise<Uint8Array<ArrayBuffer>> {
+    return new Uint8Array(await this.arrayBuffer());
+  }
+
+  override async blob(): Promise<Blob> {
+    if (this.bodyUsed) throw new TypeError("Body is unusable: Body has already been read");
+    return this.#asStreamed().blob();
+  }
+
+  override async formData(): Promise<FormData> {
+    if (this.bodyUsed) throw new TypeError("Body is unusable: Body has already been read");
+    return this.#asStreamed().formData();
+  }
+
+  override clone(): Response {
+    if (this.bodyUsed) throw new TypeError("Response.clone: Body has already been consumed.");
+    return new BufferedResponse(this.#bytes, this.#init);
+  }
 }
 
 /** Headers as a plain record (lower-case names), from any `HeadersInit`. */
