@@ -71,7 +71,8 @@ describe("createNodeHttpFetch", () => {
 
     const streamed = await nodeFetch(`${base}/whole`);
     const chunks: Uint8Array[] = [];
-    for await (const chunk of streamed.body as ReadableStream<Uint8Array>) chunks.push(chunk);
+    const reader = (streamed.body as ReadableStream<Uint8Array>).getReader();
+    for (let read = await reader.read(); !read.done; read = await reader.read()) chunks.push(read.value);
     expect(Buffer.concat(chunks).equals(Buffer.from(bytes))).toBe(true);
     expect(streamed.bodyUsed).toBe(true);
     await expect(streamed.text()).rejects.toThrow(TypeError);

@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { hash, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods, RouteOptions } from "fastify";
 import { errorBody } from "./http-errors.js";
 
@@ -20,13 +20,17 @@ export interface RouteEntry {
 }
 
 function digest(text: string): Buffer {
-  return createHash("sha256").update(text).digest();
+  return hash("sha256", text, "buffer");
 }
+
+/** The expected token's digest, made once (every request is checked against the same token). */
+let expectedDigest: { readonly token: string; readonly digest: Buffer } | undefined;
 
 /** Constant-time comparison of a presented bearer token with the expected one. */
 export function tokenMatches(presented: string | undefined, expected: string): boolean {
   if (presented === undefined) return false;
-  return timingSafeEqual(digest(presented), digest(expected));
+  if (expectedDigest?.token !== expected) expectedDigest = { token: expected, digest: digest(expected) };
+  return timingSafeEqual(digest(presented), expectedDigest.digest);
 }
 
 function bearer(request: FastifyRequest): string | undefined {
