@@ -9,6 +9,8 @@
  *     after `--idle-seconds` more;
  *  5. 100 concurrent sessions × 10 turns through `/v1/chat/completions`: latency p50/p99.
  * `--dump-concurrent <file>` writes phase 5's turns (session, turn, start and latency in ms) as JSON lines.
+ * `--max-concurrent-turns <n>` sets ALMANAC_MAX_CONCURRENT_TURNS (default 100 here, so phase 5's turns all run at
+ * once; the server's own default is 8).
  * `--quick` stops after 2 (for comparing start-up memory); `--memory empty` starts with no memory files;
  * `--restart` measures a second start over the index the first one built (after `--idle-seconds`).
  *
@@ -44,6 +46,7 @@ const { values } = parseArgs({
     restart: { type: "boolean", default: false },
     "serve-model": { type: "boolean", default: false },
     "dump-concurrent": { type: "string" },
+    "max-concurrent-turns": { type: "string", default: "100" },
   },
 });
 
@@ -109,7 +112,7 @@ async function main(): Promise<void> {
     ALMANAC_MODEL_BASE_URL: modelURL,
     ALMANAC_MODEL_NAME: "scripted-model",
     ALMANAC_MODEL_MAX_RETRIES: "0",
-    ALMANAC_MAX_CONCURRENT_TURNS: "100",
+    ALMANAC_MAX_CONCURRENT_TURNS: values["max-concurrent-turns"],
     ALMANAC_SESSION_QUEUE_LIMIT: "100",
     ALMANAC_SESSION_IDLE_UNLOAD_MS: "3600000",
     // Passed through for experiments with libuv's thread pool (file system calls, fsync, DNS).
