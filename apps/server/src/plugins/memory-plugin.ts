@@ -25,8 +25,9 @@ export const memoryPlugin = fp(
     const { config, models } = app;
     const { embedding } = config;
     // The watcher's first walk of the workspace and the start-up sync begin a turn of the event loop after the
-    // app is ready: by then `listen()` has bound the port, so they do not delay the first answer (search
-    // answers from the index as it was meanwhile). An app that only `inject()`s starts them the same way.
+    // app is ready: by then `listen()` has bound the port (on an IP address; a host name is looked up first), so
+    // they do not delay the first answer (search answers from the index as it was meanwhile). An app that only
+    // `inject()`s starts them the same way.
     let beginIndexing = (): void => {};
     const startIndexing = new Promise<void>((resolve) => {
       beginIndexing = resolve;

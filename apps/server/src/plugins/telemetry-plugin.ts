@@ -33,8 +33,8 @@ export const telemetryPlugin = fp(
       contextTokens: () => sessions()?.loadedContextTokens() ?? [],
     });
     app.decorate("metrics", metrics);
-    // prom-client loads a turn of the event loop after the app is ready (a listening server has bound its port
-    // by then), not before the first answer; a count or a scrape before that loads it at once.
+    // prom-client loads a turn of the event loop after the app is ready (a server listening on an IP address has
+    // bound its port by then), not before the first answer; a count or a scrape before that loads it at once.
     app.addHook("onReady", async () => {
       setImmediate(() => metrics.start());
     });
