@@ -239,10 +239,12 @@ async function main(): Promise<void> {
     note(
       `RSS with ${idleSessions} loaded idle sessions, 2 s after: ${memory(serverPid)} (+${((rssAfter - rssBefore) / idleSessions).toFixed(1)} KiB a session)`,
     );
-    // V8 shrinks an idle heap on its own after a while (its memory reducer): what a quiet server holds.
+    // V8 shrinks an idle heap on its own after a while (its memory reducer): what a quiet server holds. The
+    // CPU it spends meanwhile is what an idle server costs (timers, sweeps, the idle collection).
+    const idleCpuBefore = cpuMs(serverPid);
     await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
     note(
-      `  the same after ${idleSeconds} s more idle: ${memory(serverPid)} (+${((rss(serverPid) - rssBefore) / idleSessions).toFixed(1)} KiB a session)`,
+      `  the same after ${idleSeconds} s more idle: ${memory(serverPid)} (+${((rss(serverPid) - rssBefore) / idleSessions).toFixed(1)} KiB a session); server CPU in those ${idleSeconds} s: ${cpuMs(serverPid) - idleCpuBefore} ms`,
     );
 
     const concurrent: number[] = [];
