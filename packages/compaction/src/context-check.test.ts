@@ -40,9 +40,7 @@ describe("createContextMeter", () => {
 
     // A message replaced by a copy at the same place (same length, other objects) is counted again.
     const shorter = memory.messages.map((message, index) =>
-      index === 4
-        ? Object.freeze({ ...message, content: [{ type: "text" as const, text: "hi" }] })
-        : message,
+      index === 4 ? Object.freeze({ ...message, content: [{ type: "text" as const, text: "hi" }] }) : message,
     );
     memory.replaceMessages(shorter as Message[]);
     expect(measured()).toBe(recount(memory));
