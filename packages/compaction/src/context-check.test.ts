@@ -1,5 +1,11 @@
 import { buildPrompt, WorkingMemory } from "@almanac/agent";
-import { countToolTokens, createTokenCounter, type Message, withMark } from "@almanac/core";
+import {
+  countToolTokens,
+  createTokenCounter,
+  type Message,
+  type TokenCounter,
+  withMark,
+} from "@almanac/core";
 import { describe, expect, it } from "vitest";
 import { assistant, createTestClock, toolRound, user } from "../test/transcripts.js";
 import { createContextMeter } from "./context-check.js";
@@ -60,5 +66,29 @@ describe("createContextMeter", () => {
     expect(measured()).toBe(recount(memory));
     expect(measured([])).toBe(recount(memory, []));
     expect(measured()).toBe(recount(memory));
+  });
+
+  it("counts a system prompt once for every session that starts with it", () => {
+    const base = createTokenCounter();
+    const systemCounts: string[] = [];
+    const counting: TokenCounter = {
+      ...base,
+      countMessage(message) {
+        if (message.role === "system") systemCounts.push(message.id);
+        return base.countMessage(message);
+      },
+    };
+    const longPrompt = `You are Almanac.\n\n${"- a remembered fact about the garden and the budget\n".repeat(200)}`;
+    const clock = createTestClock();
+    const measures = Array.from({ length: 5 }, () => {
+      const memory = new WorkingMemory({ messages: [user("hello", clock)] });
+      return createContextMeter(counting).measure(memory, { systemPrompt: longPrompt, tools }).countedTokens;
+    });
+    expect(new Set(measures).size).toBe(1);
+    expect(systemCounts).toHaveLength(1);
+    const other = new WorkingMemory({ messages: [user("hello", clock)] });
+    const changed = createContextMeter(counting).measure(other, { systemPrompt: `${longPrompt}!`, tools });
+    expect(systemCounts).toHaveLength(2);
+    expect(changed.countedTokens).toBeGreaterThan(measures[0] as number);
   });
 });

@@ -53,10 +53,27 @@ function sharedToolTokens(counter: TokenCounter): Map<string, number> {
   return byText;
 }
 
+const systemTokensByCounter = new WeakMap<TokenCounter, Map<string, number>>();
+
+/**
+ * Tokens of system messages by their text, per counter, shared by every meter: sessions of one scope start with
+ * the same system prompt (the same memory excerpt, up to a few thousand tokens), which 100 sessions starting at
+ * once counted 100 times.
+ */
+function sharedSystemTokens(counter: TokenCounter): Map<string, number> {
+  let byText = systemTokensByCounter.get(counter);
+  if (byText === undefined) {
+    byText = new Map();
+    systemTokensByCounter.set(counter, byText);
+  }
+  return byText;
+}
+
 /**
  * Creates a meter over core's cached counter. Messages are cached per content array by the counter; the
- * system message (rebuilt for every request) is cached here by its text, and the tool specs by identity,
- * so a check on an unchanged 1,000-message session costs only lookups.
+ * system message (rebuilt for every request) is cached here by its text (and across meters, see
+ * {@link sharedSystemTokens}), and the tool specs by identity, so a check on an unchanged 1,000-message
+ * session costs only lookups.
  */
 function createPromptMeter(counter: TokenCounter): PromptMeter {
   let lastSystemText: string | undefined;
@@ -66,12 +83,17 @@ function createPromptMeter(counter: TokenCounter): PromptMeter {
   const countSystem = (message: Message): number => {
     const block = message.content[0];
     const text = message.content.length === 1 && block?.type === "text" ? block.text : undefined;
-    if (text !== undefined && text === lastSystemText) return lastSystemTokens;
-    const tokens = counter.countMessage(message);
-    if (text !== undefined) {
-      lastSystemText = text;
-      lastSystemTokens = tokens;
+    if (text === undefined) return counter.countMessage(message);
+    if (text === lastSystemText) return lastSystemTokens;
+    const shared = sharedSystemTokens(counter);
+    let tokens = shared.get(text);
+    if (tokens === undefined) {
+      tokens = counter.countMessage(message);
+      if (shared.size >= 64) shared.clear();
+      shared.set(text, tokens);
     }
+    lastSystemText = text;
+    lastSystemTokens = tokens;
     return tokens;
   };
 
