@@ -165,6 +165,19 @@ describe("a session's runtime over the in-memory store", () => {
     expect(runtime.stats.turns).toBe(17);
   });
 
+  it("writes messages the transcript lacked at load before the next turn's when the disk refused them then", async () => {
+    const fromSnapshot = [
+      createMessage({ role: "user", content: "zero", timestamp: 1_000 }),
+      createMessage({ role: "assistant", content: "seen 1", timestamp: 1_001 }),
+    ];
+    const runtime = openRuntime({ memory: new WorkingMemory({ messages: fromSnapshot }) });
+    diskFull = true;
+    await expect(runtime.catchUp([], [])).rejects.toThrow(/ENOSPC/);
+    diskFull = false;
+    await runtime.runTurn({ inbound: inbound("one") }, signals);
+    expect(await transcriptTexts()).toEqual(["zero", "seen 1", "one", "seen 2"]);
+  });
+
   it("catches up with turns the transcript has past the snapshot, and saves the result", async () => {
     const runtime = openRuntime();
     await runtime.runTurn({ inbound: inbound("one") }, signals);

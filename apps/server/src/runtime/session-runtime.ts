@@ -266,6 +266,9 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
       (message) => !inMemory.has(message.id) && !laterIds.has(message.id) && !inTranscript?.has(message.id),
     );
     const toAppend = [...missingFromTranscript, ...repairs];
+    // Everything else is in the transcript already; if this append fails, the next write appends these.
+    const appending = new Set(toAppend.map((message) => message.id));
+    written = memory.messages.filter((message) => !appending.has(message.id));
     if (toAppend.length > 0) await session.append(toAppend);
     written = memory.messages;
     // Turns that ended after the last checkpoint are expected; a tail ending in a user message or a tool
