@@ -1,10 +1,8 @@
-import { lstatSync, readFileSync, type Stats } from "node:fs";
-import { readFile } from "node:fs/promises";
 import * as path from "node:path";
-import { describeError, type Embedder, isAlmanacError, type Logger, silentLogger } from "@almanac/core";
+import { describeError, type Embedder, type Logger, silentLogger } from "@almanac/core";
 import { listMemoryFiles } from "@almanac/memory-files";
-import { type ChunkMarkdownOptions, sha256 } from "./chunk-markdown.js";
-import { createChunkPreparer, type PreparationJob } from "./chunk-preparer.js";
+import type { ChunkMarkdownOptions } from "./chunk-markdown.js";
+import { createChunkPreparer } from "./chunk-preparer.js";
 import { catchUpEmbeddings } from "./embedding-catch-up.js";
 import {
   createEmbeddingGate,
@@ -12,9 +10,9 @@ import {
   type EmbeddingGateStatus,
   isEmbeddingGate,
 } from "./embedding-gate.js";
-import { memorySource } from "./memory-source.js";
+import { createFileIndexing } from "./index-files.js";
 import { type MemoryWatcher, watchMemoryFiles } from "./memory-watcher.js";
-import type { FileUpsert, IndexChunk, MemoryIndexBackend } from "./types.js";
+import type { MemoryIndexBackend } from "./types.js";
 
 /** Options of {@link createMemoryIndexer}. */
 export interface MemoryIndexerOptions {
@@ -93,73 +91,6 @@ export interface MemoryIndexer {
   readonly embeddings: EmbeddingGate;
 }
 
-type FileOutcome = "indexed" | "unchanged" | "removed" | "absent";
-
-interface FileResult {
-  readonly outcome: FileOutcome;
-  readonly chunks: number;
-  readonly fromCache: number;
-}
-
-/** What reading a file found, before the index is touched. */
-type FileChange =
-  | { readonly kind: "absent" }
-  | { readonly kind: "removed" }
-  | { readonly kind: "unchanged" }
-  | { readonly kind: "changed"; readonly stats: Stats; readonly bytes: Buffer; readonly hash: string };
-
-/**
- * Files a sync reads and queues for preparation ahead of the one it writes, and at most how many bytes of
- * them: the index worker prepares them while the main thread writes a batch (see chunk-preparer.ts). Reads
- * are one at a time (those over {@link SYNC_READ_BYTES} without blocking, but no longer several at once).
- */
-const PREPARE_AHEAD_FILES = 128;
-const PREPARE_AHEAD_BYTES = 4 * 1024 * 1024;
-
-/**
- * Files up to this size are stat'ed and read synchronously: a memory file is a few kilobytes, which a blocking
- * read takes microseconds for, while fs/promises spent ~150 us of main-thread time per file on its round trips
- * (lstat, open, fstat, read, close). Indexing bench/search's 400 files: 2,270-2,597 chunks/s with promises,
- * 2,584-3,130 with blocking reads (6 interleaved pairs, load ~2). Larger files are read without blocking the server.
- */
-const SYNC_READ_BYTES = 1024 * 1024;
-
-/**
- * Chunks written in one backend call (one SQLite transaction). Larger batches commit less often, which is
- * most of the backend's cost; this bounds what a sync holds in memory and how long a search waits on a write.
- */
-const UPSERT_BATCH_CHUNKS = 500;
-
-/**
- * The longest a sync keeps the event loop before letting other work in. Its reads (small files), cutting and
- * SQLite writes are synchronous, so without this a sync runs in microtasks from start to end: the server's
- * first sync of the year corpus (~0.3 s, more on a busy machine) held `/healthz` and every request behind it.
- * A turn of the loop every few milliseconds costs the sync well under 1 %.
- */
-const SYNC_SLICE_MS = 5;
-
-/** Resolves after the event loop's next turn (timers, I/O and requests that were waiting run first). */
-const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-/** A changed file chunked and analysed, waiting in a batch for the backend. */
-interface PreparedUpsert {
-  readonly relative: string;
-  readonly upsert: FileUpsert;
-  readonly fromCache: number;
-}
-
-/** A file read ahead: what changed, and its queued preparation when it changed. */
-interface ReadAhead {
-  readonly relative: string;
-  readonly change: { readonly value: FileChange } | { readonly error: unknown };
-  readonly job: PreparationJob | undefined;
-}
-
-/** The result of a file written to the index. */
-function indexed(prepared: PreparedUpsert): FileResult {
-  return { outcome: "indexed", chunks: prepared.upsert.chunks.length, fromCache: prepared.fromCache };
-}
-
 /** Creates the indexer; nothing happens until `sync()` or `watch()`. */
 export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexer {
   const { backend } = options;
@@ -202,165 +133,8 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
     return run;
   };
 
-  const cachedVectorsFor = async (chunks: readonly IndexChunk[]) => {
-    const model = embeddings.modelName;
-    if (model === undefined) return undefined;
-    const cached = await backend.cachedVectors(model, [...new Set(chunks.map((chunk) => chunk.hash))]);
-    return { model, vectors: chunks.map((chunk) => cached.get(chunk.hash)) };
-  };
-
-  /**
-   * Reads what changed in one file (the I/O half of {@link indexFile}, which a sync runs a few files
-   * ahead of the indexing). `trustStat`: an unchanged size and mtime mean an unchanged file (start-up
-   * sync). A watcher event says otherwise, so then the content hash decides (mtime ticks can be coarse).
-   */
-  async function readChange(relative: string, trustStat: boolean): Promise<FileChange> {
-    const absolute = path.join(workspace, relative);
-    const known = await backend.fileState(relative);
-    let stats: Stats | undefined;
-    try {
-      stats = lstatSync(absolute);
-    } catch (error) {
-      const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
-      if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
-    }
-    if (stats === undefined || !stats.isFile()) return { kind: known === undefined ? "absent" : "removed" };
-    if (trustStat && known !== undefined && known.mtimeMs === stats.mtimeMs && known.size === stats.size) {
-      return { kind: "unchanged" };
-    }
-    const bytes = stats.size <= SYNC_READ_BYTES ? readFileSync(absolute) : await readFile(absolute);
-    const hash = sha256(bytes);
-    if (known !== undefined && known.hash === hash) return { kind: "unchanged" };
-    return { kind: "changed", stats, bytes, hash };
-  }
-
-  /** A changed file's upsert from its prepared chunks, with any vectors the cache holds. */
-  async function toUpsert(
-    relative: string,
-    change: Extract<FileChange, { kind: "changed" }>,
-    chunks: IndexChunk[],
-  ): Promise<PreparedUpsert> {
-    const { stats, hash } = change;
-    const cached = await cachedVectorsFor(chunks);
-    const file = {
-      path: relative,
-      hash,
-      mtimeMs: stats.mtimeMs,
-      size: stats.size,
-      source: memorySource(relative),
-    };
-    const fromCache = cached?.vectors.filter((vector) => vector !== undefined).length ?? 0;
-    return {
-      relative,
-      upsert: { file, chunks, ...(cached === undefined ? {} : { embeddings: cached }) },
-      fromCache,
-    };
-  }
-
-  /**
-   * Indexes `paths` in order, reading and queueing up to {@link PREPARE_AHEAD_FILES} files ahead for the
-   * preparer and writing changed files in batches of about {@link UPSERT_BATCH_CHUNKS} chunks. `onDone` hears
-   * each file once its change is in the index (`undefined`: skipped). Errors of the backend (Almanac errors) stop the run; a file that cannot be read
-   * or written is skipped with a warning when `skipFailures`, and stops the run otherwise.
-   */
-  async function indexPaths(
-    paths: readonly string[],
-    trustStat: boolean,
-    skipFailures: boolean,
-    onDone: (relative: string, result: FileResult | undefined) => void,
-  ): Promise<void> {
-    const skip = (relative: string, error: unknown): void => {
-      if (isAlmanacError(error) || !skipFailures) throw error;
-      logger.warn({ path: relative, error: describeError(error) }, "cannot index memory file; skipped");
-      onDone(relative, undefined);
-    };
-    let batch: PreparedUpsert[] = [];
-    let batchChunks = 0;
-    const flush = async (): Promise<void> => {
-      const written = batch;
-      batch = [];
-      batchChunks = 0;
-      if (written.length === 0) return;
-      try {
-        await backend.upsertFiles(written.map((prepared) => prepared.upsert));
-      } catch (error) {
-        if (isAlmanacError(error) || written.length === 1) {
-          skip(written[0]!.relative, error);
-          return;
-        }
-        // Find the file the batch failed on: write them one by one, skipping only that one.
-        for (const prepared of written) {
-          try {
-            await backend.upsertFiles([prepared.upsert]);
-          } catch (fileError) {
-            skip(prepared.relative, fileError);
-            continue;
-          }
-          onDone(prepared.relative, indexed(prepared));
-        }
-        return;
-      }
-      for (const prepared of written) onDone(prepared.relative, indexed(prepared));
-    };
-    const ahead: ReadAhead[] = [];
-    let aheadBytes = 0;
-    let changedBytes = 0;
-    let next = 0;
-    const readAhead = async (): Promise<void> => {
-      while (next < paths.length && ahead.length < PREPARE_AHEAD_FILES && aheadBytes < PREPARE_AHEAD_BYTES) {
-        const relative = paths[next]!;
-        next += 1;
-        let change: ReadAhead["change"];
-        try {
-          change = { value: await readChange(relative, trustStat) };
-        } catch (error) {
-          change = { error };
-        }
-        const changed = "value" in change && change.value.kind === "changed" ? change.value : undefined;
-        changedBytes += changed?.bytes.byteLength ?? 0;
-        // The rest of the run, guessed from what changed so far: tells the preparer whether a worker pays off.
-        const coming = ((paths.length - next) * changedBytes) / next;
-        const job = changed === undefined ? undefined : preparer.submit(relative, changed.bytes, coming);
-        aheadBytes += job?.bytes ?? 0;
-        ahead.push({ relative, change, job });
-      }
-    };
-    let sliceStarted = performance.now();
-    try {
-      for (;;) {
-        if (performance.now() - sliceStarted >= SYNC_SLICE_MS) {
-          await nextTurn();
-          sliceStarted = performance.now();
-        }
-        await readAhead();
-        const entry = ahead.shift();
-        if (entry === undefined) break;
-        const { relative, change, job } = entry;
-        aheadBytes -= job?.bytes ?? 0;
-        try {
-          if ("error" in change) throw change.error;
-          const { value } = change;
-          if (value.kind === "absent" || value.kind === "unchanged") {
-            onDone(relative, { outcome: value.kind, chunks: 0, fromCache: 0 });
-          } else if (value.kind === "removed") {
-            await backend.deleteFile(relative);
-            onDone(relative, { outcome: "removed", chunks: 0, fromCache: 0 });
-          } else if (job !== undefined) {
-            const prepared = await toUpsert(relative, value, await preparer.take(job));
-            batch.push(prepared);
-            batchChunks += prepared.upsert.chunks.length;
-          }
-        } catch (error) {
-          skip(relative, error);
-        }
-        if (batchChunks >= UPSERT_BATCH_CHUNKS) await flush();
-      }
-      await flush();
-    } finally {
-      // A run stopped by an error leaves its queued files untaken.
-      for (const { job } of ahead) if (job !== undefined) preparer.discard(job);
-    }
-  }
+  const files = createFileIndexing({ backend, workspace, preparer, embeddings, logger });
+  const indexPaths = files.indexPaths;
 
   /** One catch-up pass; logs a vector-size problem once instead of on every pass. */
   async function catchUp(maxChunks: number) {
