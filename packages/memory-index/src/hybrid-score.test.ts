@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { applyRecency, dailyLogDate, isSpeakerAt, scoreHits, scoringLength } from "./hybrid-score.js";
 import { memorySource } from "./memory-source.js";
 import { makeSnippet } from "./snippet.js";
-import { analyzeQuery, normalizeForMatching } from "./text-analysis.js";
+import { analyzeQuery } from "./text-analysis.js";
+import { normalizeForMatching } from "./text-matching.js";
 import type { BackendHit } from "./types.js";
 
 const now = Date.UTC(2025, 5, 1);

@@ -1,14 +1,8 @@
 import { embeddingInput } from "./chunk-markdown.js";
 import { lineAt, lineStartsOf } from "./line-starts.js";
 import type { TextOccurrences } from "./snippet.js";
-import {
-  type AnalyzedQuery,
-  isAscii,
-  normalizeForMatching,
-  type QueryConcept,
-  termOffsets,
-  textLength,
-} from "./text-analysis.js";
+import type { AnalyzedQuery, QueryConcept } from "./text-analysis.js";
+import { isAscii, normalizeForMatching, termOffsets, textLength } from "./text-matching.js";
 import type { BackendHit, SearchMode, StoredChunk, TermStatistics } from "./types.js";
 
 /** Knobs of {@link scoreHits}; every one has a default (see docs/memory-search.md). */

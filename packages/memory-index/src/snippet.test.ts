@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { linesHolding } from "./snippet.js";
-import { containsTerm, normalizeForMatching } from "./text-analysis.js";
+import { containsTerm, normalizeForMatching } from "./text-matching.js";
 
 describe("linesHolding", () => {
   it("finds the lines containsTerm finds line by line", () => {

@@ -1,10 +1,6 @@
 import { lineAt, lineStartsOf } from "./line-starts.js";
-import {
-  type AnalyzedQuery,
-  normalizeCandidateText,
-  type QueryConcept,
-  termOffsets,
-} from "./text-analysis.js";
+import type { AnalyzedQuery, QueryConcept } from "./text-analysis.js";
+import { normalizeCandidateText, termOffsets } from "./text-matching.js";
 import type { TermStatistics } from "./types.js";
 
 /** What a search hit shows: a window of whole lines and the file lines it spans (1-based, inclusive). */

@@ -5,14 +5,16 @@ import {
   analyzeQuery,
   analyzeText,
   analyzeTextByPattern,
+  stemEnglish,
+} from "./text-analysis.js";
+import {
   containsTerm,
   countTerm,
   normalizeCandidateText,
   normalizeForMatching,
-  stemEnglish,
   termOffsets,
   textLength,
-} from "./text-analysis.js";
+} from "./text-matching.js";
 
 const han = [..."项目部署脚本数据库迁移会议客户设计评审上线时间预算计划报告团队"];
 
