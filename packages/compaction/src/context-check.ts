@@ -41,38 +41,46 @@ export interface RatioBounds {
 /** Default bounds of the provider/our-count ratio: a provider that reports half or double is believed, no more. */
 export const defaultRatioBounds: RatioBounds = Object.freeze({ min: 0.5, max: 2 });
 
-const toolTokensByCounter = new WeakMap<TokenCounter, Map<string, number>>();
+/** Tokens by text, per counter (counts depend on the encoding) and per kind of text, shared by every meter. */
+const countsByCounter = new WeakMap<
+  TokenCounter,
+  { tools: Map<string, number>; system: Map<string, number> }
+>();
 
-/** Tokens of tool sets by their JSON, per counter (counts depend on the encoding). */
-function sharedToolTokens(counter: TokenCounter): Map<string, number> {
-  let byText = toolTokensByCounter.get(counter);
-  if (byText === undefined) {
-    byText = new Map();
-    toolTokensByCounter.set(counter, byText);
-  }
-  return byText;
-}
-
-const systemTokensByCounter = new WeakMap<TokenCounter, Map<string, number>>();
+/** Distinct texts remembered per counter and kind; the table is emptied when full. */
+const SHARED_COUNTS = 64;
 
 /**
- * Tokens of system messages by their text, per counter, shared by every meter: sessions of one scope start with
- * the same system prompt (the same memory excerpt, up to a few thousand tokens), which 100 sessions starting at
- * once counted 100 times.
+ * The tokens of `text` from the table every meter of `counter` shares, counted (with `count`) when missing: one
+ * copy of a few KB per distinct tool set or system prompt, not one per session. Sessions of one scope start
+ * with the same system prompt (the same memory excerpt, up to a few thousand tokens), which 100 sessions
+ * starting at once counted 100 times.
  */
-function sharedSystemTokens(counter: TokenCounter): Map<string, number> {
-  let byText = systemTokensByCounter.get(counter);
-  if (byText === undefined) {
-    byText = new Map();
-    systemTokensByCounter.set(counter, byText);
+function sharedCount(
+  counter: TokenCounter,
+  kind: "tools" | "system",
+  text: string,
+  count: () => number,
+): number {
+  let tables = countsByCounter.get(counter);
+  if (tables === undefined) {
+    tables = { tools: new Map(), system: new Map() };
+    countsByCounter.set(counter, tables);
   }
-  return byText;
+  const table = tables[kind];
+  let tokens = table.get(text);
+  if (tokens === undefined) {
+    tokens = count();
+    if (table.size >= SHARED_COUNTS) table.clear();
+    table.set(text, tokens);
+  }
+  return tokens;
 }
 
 /**
  * Creates a meter over core's cached counter. Messages are cached per content array by the counter; the
  * system message (rebuilt for every request) is cached here by its text (and across meters, see
- * {@link sharedSystemTokens}), and the tool specs by identity, so a check on an unchanged 1,000-message
+ * {@link sharedCount}), and the tool specs by identity, so a check on an unchanged 1,000-message
  * session costs only lookups.
  */
 function createPromptMeter(counter: TokenCounter): PromptMeter {
@@ -85,13 +93,7 @@ function createPromptMeter(counter: TokenCounter): PromptMeter {
     const text = message.content.length === 1 && block?.type === "text" ? block.text : undefined;
     if (text === undefined) return counter.countMessage(message);
     if (text === lastSystemText) return lastSystemTokens;
-    const shared = sharedSystemTokens(counter);
-    let tokens = shared.get(text);
-    if (tokens === undefined) {
-      tokens = counter.countMessage(message);
-      if (shared.size >= 64) shared.clear();
-      shared.set(text, tokens);
-    }
+    const tokens = sharedCount(counter, "system", text, () => counter.countMessage(message));
     lastSystemText = text;
     lastSystemTokens = tokens;
     return tokens;
@@ -101,16 +103,8 @@ function createPromptMeter(counter: TokenCounter): PromptMeter {
     if (tools.length === 0) return 0;
     let tokens = toolTokens.get(tools);
     if (tokens === undefined) {
-      // Equal specs may come in a new array: their text is looked up in a table every meter of this counter
-      // shares (one copy of a few KB per distinct tool set, not one per session).
-      const byText = sharedToolTokens(counter);
-      const text = JSON.stringify(tools);
-      tokens = byText.get(text);
-      if (tokens === undefined) {
-        tokens = countToolTokens(counter, tools);
-        if (byText.size >= 64) byText.clear();
-        byText.set(text, tokens);
-      }
+      // Equal specs may come in a new array: their text is looked up in the table every meter shares.
+      tokens = sharedCount(counter, "tools", JSON.stringify(tools), () => countToolTokens(counter, tools));
       toolTokens.set(tools, tokens);
     }
     return tokens;
