@@ -1,4 +1,5 @@
 import { embeddingInput } from "./chunk-markdown.js";
+import { memoizeFrozen } from "./frozen-memo.js";
 import { lineAt, lineStartsOf } from "./line-starts.js";
 import type { TextOccurrences } from "./snippet.js";
 import type { AnalyzedQuery, QueryConcept } from "./text-analysis.js";
@@ -136,19 +137,10 @@ interface CandidateText {
 }
 
 /**
- * {@link CandidateText} per frozen chunk object. A backend that keeps chunks between searches (SQLite's chunk
- * cache) freezes them and hands out the same object again, so such a chunk is normalised and split into lines
- * once (~1 µs a candidate for 1.5 KB of ASCII, more with NFKC); the entry lives exactly as long as the chunk
- * object. A chunk that is not frozen could change, so it is measured anew every time.
+ * {@link CandidateText} of a chunk, once per frozen chunk object (see {@link memoizeFrozen}): ~1 µs a candidate
+ * for 1.5 KB of ASCII, more with NFKC.
  */
-const candidateTexts = new WeakMap<StoredChunk, CandidateText>();
-
-function candidateText(chunk: StoredChunk): CandidateText {
-  const frozen = Object.isFrozen(chunk);
-  if (frozen) {
-    const known = candidateTexts.get(chunk);
-    if (known !== undefined) return known;
-  }
+const candidateText = memoizeFrozen((chunk: StoredChunk): CandidateText => {
   const searchable = searchableText(chunk);
   const ascii = isAscii(searchable);
   const text = ascii ? searchable.toLowerCase() : normalizeForMatching(searchable);
@@ -156,7 +148,7 @@ function candidateText(chunk: StoredChunk): CandidateText {
   const prefix = searchable.length - chunk.text.length;
   const start = ascii ? prefix : normalizeForMatching(searchable.slice(0, prefix)).length;
   const lineStarts = lineStartsOf(text);
-  const derived: CandidateText = {
+  return {
     text,
     start,
     lineStarts,
@@ -164,9 +156,7 @@ function candidateText(chunk: StoredChunk): CandidateText {
     length: chunk.textLength ?? textLength(text),
     date: dailyLogDate(chunk.path),
   };
-  if (frozen) candidateTexts.set(chunk, derived);
-  return derived;
-}
+});
 
 /** Per line, the weight of each concept it holds (line-major); reused by every call, grown when short. */
 let held = new Float64Array(1024);

@@ -1,3 +1,4 @@
+import { memoizeFrozen } from "./frozen-memo.js";
 import { lineAt, lineStartsOf } from "./line-starts.js";
 import type { AnalyzedQuery, QueryConcept } from "./text-analysis.js";
 import { normalizeCandidateText, termOffsets } from "./text-matching.js";
@@ -142,15 +143,8 @@ interface ChunkLines {
   readonly wholeLength: number;
 }
 
-/** {@link ChunkLines} per frozen chunk object (one a backend keeps between searches; see `hybrid-score.ts`). */
-const chunkLinesCache = new WeakMap<SnippetSource, ChunkLines>();
-
-function chunkLines(chunk: SnippetSource): ChunkLines {
-  const frozen = Object.isFrozen(chunk);
-  if (frozen) {
-    const known = chunkLinesCache.get(chunk);
-    if (known !== undefined) return known;
-  }
+/** {@link ChunkLines} of a chunk, once per frozen chunk object (see {@link memoizeFrozen}). */
+const chunkLines = memoizeFrozen((chunk: SnippetSource): ChunkLines => {
   const lines = chunk.text.split("\n");
   let first = 0;
   let last = lines.length - 1;
@@ -158,10 +152,8 @@ function chunkLines(chunk: SnippetSource): ChunkLines {
   while (last > first && lines[last]!.trim() === "") last -= 1;
   let wholeLength = last - first;
   for (let index = first; index <= last; index += 1) wholeLength += lines[index]!.length;
-  const split: ChunkLines = { lines, first, last, wholeLength };
-  if (frozen) chunkLinesCache.set(chunk, split);
-  return split;
-}
+  return { lines, first, last, wholeLength };
+});
 
 /** Cuts one over-long line to `maxChars` code points around `term` (never inside a surrogate pair). */
 function cutLine(line: string, term: string | undefined, maxChars: number): string {
