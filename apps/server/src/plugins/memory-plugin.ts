@@ -7,6 +7,7 @@ import fp from "fastify-plugin";
 import { compactionWindow } from "../config/compaction-window.js";
 import type { AlmanacConfig } from "../config/config-schema.js";
 import { resolveMemoryScope } from "../memory-scope.js";
+import { aTurnAfterReady } from "./after-ready.js";
 import { PLUGIN } from "./plugin-names.js";
 
 declare module "fastify" {
@@ -24,17 +25,9 @@ export const memoryPlugin = fp(
   async (app) => {
     const { config, models } = app;
     const { embedding } = config;
-    // The watcher's first walk of the workspace and the start-up sync begin a turn of the event loop after the
-    // app is ready: by then `listen()` has bound the port (on an IP address; a host name is looked up first), so
-    // they do not delay the first answer (search answers from the index as it was meanwhile). An app that only
-    // `inject()`s starts them the same way.
-    let beginIndexing = (): void => {};
-    const startIndexing = new Promise<void>((resolve) => {
-      beginIndexing = resolve;
-    });
-    app.addHook("onReady", async () => {
-      setImmediate(beginIndexing);
-    });
+    // The watcher's first walk of the workspace and the start-up sync begin once the server listens, so they do
+    // not delay the first answer (search answers from the index as it was meanwhile).
+    const startIndexing = aTurnAfterReady(app);
     const summarizerModel =
       models.chat && config.memory.summarizerModel
         ? models.named(config.memory.summarizerModel)

@@ -1,6 +1,7 @@
 import fp from "fastify-plugin";
 import { createEventBus, type EventBus } from "../events/event-bus.js";
 import { createMetrics, type ServerMetrics } from "../metrics.js";
+import { aTurnAfterReady } from "./after-ready.js";
 import { PLUGIN } from "./plugin-names.js";
 
 declare module "fastify" {
@@ -33,11 +34,9 @@ export const telemetryPlugin = fp(
       contextTokens: () => sessions()?.loadedContextTokens() ?? [],
     });
     app.decorate("metrics", metrics);
-    // prom-client loads a turn of the event loop after the app is ready (a server listening on an IP address has
-    // bound its port by then), not before the first answer; a count or a scrape before that loads it at once.
-    app.addHook("onReady", async () => {
-      setImmediate(() => metrics.start());
-    });
+    // prom-client loads once the server listens, not before the first answer; a count or a scrape before that
+    // loads it at once.
+    void aTurnAfterReady(app).then(() => metrics.start());
   },
   { name: PLUGIN.telemetry, fastify: "5.x", dependencies: [PLUGIN.config] },
 );
