@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { script } from "@almanac/testkit";
 import { afterEach, describe, expect, it } from "vitest";
@@ -31,6 +32,39 @@ function localDate(timeZone: string): string {
     day: "2-digit",
   }).format(new Date());
 }
+
+describe("the start-up sync of a fresh index", () => {
+  it("answers requests while it indexes (the status shows the sync part-way through)", async () => {
+    // 600 notes of one chunk each (~0.9 MB, under the index worker's threshold: all of it on the main thread).
+    // A sync reports a file once its batch (500 chunks) is written, so part-way is after the first batch.
+    const home = await mkdtemp(join(tmpdir(), "almanac-sync-"));
+    const memoryDir = join(home, "workspace", "memory");
+    await mkdir(memoryDir, { recursive: true });
+    const words = ["budget", "deploy", "garden", "invoice", "kernel", "lantern", "meadow", "orbit", "quartz"];
+    for (let day = 0; day < 600; day += 1) {
+      const lines = Array.from(
+        { length: 40 },
+        (_, line) =>
+          `- ${words[(day + line) % words.length]} note ${day}.${line} about plan${day * 41 + line}`,
+      );
+      await writeFile(join(memoryDir, `note-${String(day).padStart(3, "0")}.md`), `${lines.join("\n")}\n`);
+    }
+    running = await startTestServer({ home, withModel: false });
+    type Status = { state: string; progress?: { phase: string; done: number; total: number } };
+    const seen: Status[] = [];
+    for (;;) {
+      const status = (await (await running.api("/api/memory/index")).json()) as Status;
+      seen.push(status);
+      if (status.state !== "syncing") break;
+    }
+    // Before, the sync ran in microtasks from its first file to its last: no request was answered in between.
+    const partWay = seen.filter(
+      ({ progress }) => progress?.phase === "index" && progress.done > 0 && progress.done < progress.total,
+    );
+    expect(partWay.length, JSON.stringify(seen.map((one) => one.progress?.done))).toBeGreaterThan(0);
+    expect(seen.at(-1)).toMatchObject({ state: "idle", files: 600 });
+  });
+});
 
 describe("long-term memory through the server", () => {
   it("/new sends the conversation to the summarizer, which writes today's daily log", async () => {
