@@ -138,7 +138,8 @@ function guardedStore(store: SessionStore, storage: StorageHealth): SessionStore
     ...store,
     save: (snapshot) => storage.guard(() => store.save(snapshot)),
     commit: (snapshot, messages) => storage.guard(() => store.commit(snapshot, messages)),
-    appendTranscript: (key, messages) => storage.guard(() => store.appendTranscript(key, messages)),
+    appendTranscript: (key, messages, durability) =>
+      storage.guard(() => store.appendTranscript(key, messages, durability)),
     archive: (key) => storage.guard(() => store.archive(key)),
     delete: (key) => storage.guard(() => store.delete(key)),
   };

@@ -31,7 +31,8 @@ export interface LoadedRuntime {
 /**
  * Turns stored sessions into {@link SessionRuntime}s: reads the snapshot, restores turns the transcript has
  * past it, rebuilds from the transcript (the source of truth) when the snapshot is missing or unusable.
- * Crash safety: before the model is called the user's message is in the transcript (fsynced); transcript lines
+ * Crash safety: before the model is called the user's message is in the transcript (written; fsynced shortly
+ * after or with the turn's end, see `AppendDurability`); transcript lines
  * past the snapshot's recorded size are turns that ended after it or the turn the process died in. They are
  * restored, and tool calls left without results get explicit error results. (Snapshots of earlier versions
  * marked an interrupted turn with `openTurn`; those are still reconciled.)

@@ -62,6 +62,8 @@ let state: MemorySessionState;
 let store: SessionStore;
 /** When set, every write to the store fails as a full disk would. */
 let diskFull: boolean;
+/** The store's writes in order: `written n` / `synced n` appends and `commit n`, n messages each. */
+let writes: string[];
 
 /** The counting model, filling the disk while it answers when `fillDiskOnCall` is set. */
 let fillDiskOnCall = false;
@@ -111,6 +113,7 @@ beforeEach(() => {
   state = createMemorySessionState();
   const memory = createMemorySessionStore(state);
   diskFull = false;
+  writes = [];
   const refuse = <T>(write: () => Promise<T>): Promise<T> =>
     diskFull
       ? Promise.reject(Object.assign(new Error("ENOSPC: no space left"), { code: "ENOSPC" }))
@@ -118,8 +121,14 @@ beforeEach(() => {
   store = {
     ...memory,
     save: (snapshot) => refuse(() => memory.save(snapshot)),
-    commit: (snapshot, messages) => refuse(() => memory.commit(snapshot, messages)),
-    appendTranscript: (key, messages) => refuse(() => memory.appendTranscript(key, messages)),
+    commit: (snapshot, messages) => {
+      writes.push(`commit ${messages.length}`);
+      return refuse(() => memory.commit(snapshot, messages));
+    },
+    appendTranscript: (key, messages, durability = "synced") => {
+      writes.push(`${durability} ${messages.length}`);
+      return refuse(() => memory.appendTranscript(key, messages, durability));
+    },
   };
 });
 
@@ -145,6 +154,24 @@ describe("a session's runtime over the in-memory store", () => {
     diskFull = false;
     await runtime.runTurn({ inbound: inbound("two") }, signals);
     expect(await transcriptTexts()).toEqual(["zero", "seen 1", "one", "seen 2", "two", "seen 3"]);
+  });
+
+  it("writes the user's message before the model call without an fsync, and ends each turn with a synced write", async () => {
+    let writesAtModelCall: string[] | undefined;
+    const runtime = openRuntime({
+      model: {
+        ...countingModel,
+        complete: (request) => {
+          writesAtModelCall ??= [...writes];
+          return countingModel.complete(request);
+        },
+      },
+    });
+    await runtime.runTurn({ inbound: inbound("one") }, signals);
+    expect(writesAtModelCall).toEqual(["written 1"]);
+    await runtime.runTurn({ inbound: inbound("two") }, signals);
+    // The first turn checkpoints (no snapshot yet); the second only appends its reply, synced with its input.
+    expect(writes).toEqual(["written 1", "commit 1", "written 1", "synced 1"]);
   });
 
   it("writes the snapshot with the first turn, then only appends until the 16th turn since it", async () => {

@@ -112,6 +112,8 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
    * out stays after it, so the next write appends it first.
    */
   let written: readonly Message[] = memory.messages;
+  /** Whether {@link transcribe} wrote lines that no synced write has covered yet. */
+  let unsynced = false;
 
   const agent = options.runtime?.openSession({
     sessionKey: key,
@@ -154,10 +156,16 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
     return { current, added: current.filter((message) => !ids.has(message.id)) };
   }
 
-  /** Appends the messages not yet in the transcript. */
+  /**
+   * Writes the messages not yet in the transcript, without waiting for an fsync (the store does that shortly
+   * after, or the turn's synced end does): a crash of the process keeps them, and a model call does not wait.
+   */
   async function transcribe(): Promise<void> {
     const { current, added } = unwritten();
-    if (added.length > 0) await session.append(added);
+    if (added.length > 0) {
+      await session.append(added, "written");
+      unsynced = true;
+    }
     written = current;
   }
 
@@ -174,13 +182,15 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
       !force && saved !== undefined && saved.turnsSince + 1 < CHECKPOINT_TURNS && onlyAppended(saved, memory);
     // When a write fails neither file changed: `written` stays, so the next turn writes these messages first.
     if (appendOnly) {
-      if (added.length > 0) await session.append(added);
+      // Synced, with what the turn wrote before (an append of nothing still fsyncs that).
+      if (added.length > 0 || unsynced) await session.append(added);
       stats = currentStats();
       checkpoint = { ...saved, turnsSince: saved.turnsSince + 1 };
     } else {
       await session.checkpoint(snapshot(), added);
     }
     written = current;
+    unsynced = false;
   }
 
   async function runTurn(request: TurnRequest, signals: TurnSignals): Promise<TurnResult> {
@@ -196,8 +206,9 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
       ],
     });
     memory.append(input);
-    // Open the turn durably before any model time is spent: the user's words survive a crash from here on
-    // (the transcript past the snapshot's recorded size is the open turn). Messages an earlier full disk kept
+    // Open the turn before any model time is spent: the user's words survive a crash of the process from here
+    // on, and a power loss once fsynced (shortly after, or with the turn's end; see `AppendDurability`). The
+    // transcript past the snapshot's recorded size is the open turn. Messages an earlier full disk kept
     // out of the transcript go first; if this fails too, the input joins them (kept in memory, written by the
     // next turn) and the caller gets the storage error.
     await transcribe();

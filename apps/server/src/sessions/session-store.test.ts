@@ -1,4 +1,5 @@
-import { mkdir, mkdtemp, readdir, readFile, readlink, rename, rm, writeFile } from "node:fs/promises";
+import { fstatSync, statSync } from "node:fs";
+import { mkdir, mkdtemp, open, readdir, readFile, readlink, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -8,7 +9,7 @@ import {
   type Message,
   sessionKeyToFileStem,
 } from "@almanac/core";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { SessionSnapshot } from "./session-snapshot.js";
 import { createSessionStore, type SessionStore } from "./session-store.js";
 
@@ -454,5 +455,125 @@ describe("snapshot JSON", () => {
     const text = await readFile(join(dir, `${STEM}.json`), "utf8");
     expect(JSON.parse(text)).toEqual({ ...JSON.parse(JSON.stringify(next)), transcriptBytes: 0 });
     expect(await store.load(KEY)).toEqual(loaded(JSON.parse(JSON.stringify(next)) as SessionSnapshot));
+  });
+});
+
+describe("written appends (fsynced later)", () => {
+  const message = (text: string): Message =>
+    createMessage({ role: "user", content: text, timestamp: 1, id: `m-${text}` });
+  const transcript = () => join(dir, `${STEM}.jsonl`);
+
+  /** Counts fsyncs by the file they flush (device and inode, as they are when the fsync starts). */
+  async function watchFsyncs() {
+    const probe = await open(join(dir, "..", "probe"), "w");
+    const prototype = Object.getPrototypeOf(probe) as { sync(): Promise<void> };
+    await probe.close();
+    const flushed: string[] = [];
+    const original = prototype.sync;
+    const spy = vi.spyOn(prototype, "sync").mockImplementation(function (this: { fd: number }) {
+      const { dev, ino } = fstatSync(this.fd);
+      flushed.push(`${dev}:${ino}`);
+      return original.call(this);
+    });
+    const idOf = (path: string) => {
+      const { dev, ino } = statSync(path);
+      return `${dev}:${ino}`;
+    };
+    return {
+      spy,
+      of: (path: string) => flushed.filter((id) => id === idOf(path)).length,
+      reset: () => flushed.splice(0),
+    };
+  }
+
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("writes them to the file at once and fsyncs them with the session's next synced append", async () => {
+    store = createSessionStore({ dir, deferredSyncMs: 60_000 });
+    await store.appendTranscript(KEY, [message("a")]);
+    const fsyncs = await watchFsyncs();
+    await store.appendTranscript(KEY, [message("b")], "written");
+    expect(await readFile(transcript(), "utf8")).toContain('"m-b"');
+    expect(fsyncs.of(transcript())).toBe(0);
+    await store.appendTranscript(KEY, [message("c")]);
+    expect(fsyncs.of(transcript())).toBe(1);
+    expect(await collect(store.readTranscript(KEY))).toEqual([message("a"), message("b"), message("c")]);
+    await store.close();
+  });
+
+  it("fsyncs them after the deferred-sync delay when nothing else does", async () => {
+    store = createSessionStore({ dir, deferredSyncMs: 10 });
+    await store.appendTranscript(KEY, [message("a")]);
+    const fsyncs = await watchFsyncs();
+    await store.appendTranscript(KEY, [message("b")], "written");
+    expect(fsyncs.of(transcript())).toBe(0);
+    await vi.waitFor(() => expect(fsyncs.of(transcript())).toBe(1));
+    await store.close();
+  });
+
+  it("fsyncs them, and nothing else, on a synced append of no messages, a save or close", async () => {
+    store = createSessionStore({ dir, deferredSyncMs: 60_000 });
+    await store.appendTranscript(KEY, [message("a")]);
+    const fsyncs = await watchFsyncs();
+    await store.appendTranscript(KEY, []);
+    expect(fsyncs.of(transcript())).toBe(0);
+    await store.appendTranscript(KEY, [message("b")], "written");
+    await store.appendTranscript(KEY, []);
+    expect(fsyncs.of(transcript())).toBe(1);
+    await store.appendTranscript(KEY, [message("c")], "written");
+    await store.save(snapshotFor(KEY));
+    expect(fsyncs.of(transcript())).toBe(2);
+    // The snapshot counts every line written before it.
+    expect(await store.load(KEY)).toMatchObject({ status: "ok", unseen: [] });
+    await store.appendTranscript(KEY, [message("d")], "written");
+    await store.close();
+    expect(fsyncs.of(transcript())).toBe(3);
+  });
+
+  it("fsyncs a new transcript's directory entry with its first synced append", async () => {
+    await mkdir(dir, { recursive: true });
+    store = createSessionStore({ dir, deferredSyncMs: 60_000 });
+    const fsyncs = await watchFsyncs();
+    await store.appendTranscript(KEY, [message("a")], "written");
+    expect(fsyncs.of(dir)).toBe(0);
+    await store.appendTranscript(KEY, [message("b")]);
+    expect([fsyncs.of(transcript()), fsyncs.of(dir)]).toEqual([1, 1]);
+    await store.appendTranscript(KEY, [message("c")]);
+    expect([fsyncs.of(transcript()), fsyncs.of(dir)]).toEqual([2, 1]);
+    await store.close();
+  });
+
+  it("fsyncs them before closing a transcript the open-handle cache lets go of", async () => {
+    store = createSessionStore({ dir, deferredSyncMs: 60_000 });
+    const keys = Array.from({ length: 130 }, (_, index) => `discord:main:dm:${index}`);
+    for (const key of keys) await store.appendTranscript(key, [message("a")]);
+    const fsyncs = await watchFsyncs();
+    for (const key of keys) await store.appendTranscript(key, [message("b")], "written");
+    const first = join(dir, `${sessionKeyToFileStem(keys[0]!)}.jsonl`);
+    const last = join(dir, `${sessionKeyToFileStem(keys.at(-1)!)}.jsonl`);
+    await vi.waitFor(() => expect(fsyncs.of(first)).toBe(1));
+    expect(fsyncs.of(last)).toBe(0);
+    await store.close();
+    expect(fsyncs.of(last)).toBe(1);
+  });
+
+  it("rejects the next append with the error of a deferred fsync that failed, and appends again after it", async () => {
+    const entries: LogEntry[] = [];
+    store = createSessionStore({ dir, deferredSyncMs: 10, logger: createRecordingLogger(entries) });
+    await store.appendTranscript(KEY, [message("a")]);
+    const fsyncs = await watchFsyncs();
+    fsyncs.spy.mockRejectedValueOnce(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" }));
+    await store.appendTranscript(KEY, [message("b")], "written");
+    await vi.waitFor(() => expect(fsyncs.spy).toHaveBeenCalled());
+    await vi.waitFor(() =>
+      expect(entries).toContainEqual(expect.objectContaining({ level: "error", object: expect.anything() })),
+    );
+    // Lines written before may not be on disk: the caller hears of it instead of a success.
+    expect(await rejectionCode(store.appendTranscript(KEY, [message("c")]))).toMatch(/EIO/);
+    await store.appendTranscript(KEY, [message("d")]);
+    expect(await collect(store.readTranscript(KEY))).toEqual([message("a"), message("b"), message("d")]);
+    await store.close();
   });
 });

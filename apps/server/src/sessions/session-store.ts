@@ -29,7 +29,18 @@ export interface SessionStoreOptions {
   readonly logger?: Logger;
   /** Time source for the timestamps in `.corrupt-*` and archive file names. */
   readonly clock?: { now(): number };
+  /**
+   * How long a `"written"` append may stay unsynced before the store fsyncs it (default
+   * {@link DEFERRED_SYNC_MS}); a synced append or checkpoint of the session syncs it earlier.
+   */
+  readonly deferredSyncMs?: number;
 }
+
+/**
+ * The default of {@link SessionStoreOptions.deferredSyncMs}: a turn over a fast model ends before it, with one
+ * synced write for all it wrote; a slow model call does not leave what the user said unsynced for long.
+ */
+export const DEFERRED_SYNC_MS = 200;
 
 const LIST_BATCH_SIZE = 32;
 
@@ -48,7 +59,22 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
   const archiveDir = join(dir, "archive");
   const mutex = createKeyedMutex();
   const transcripts = createTranscriptFiles(logger);
+  const deferredSyncMs = options.deferredSyncMs ?? DEFERRED_SYNC_MS;
+  /** The pending deferred fsync of each key with `"written"` lines. */
+  const syncTimers = new Map<string, NodeJS.Timeout>();
   let prepared: Promise<void> | undefined;
+
+  /** Fsyncs the key's `"written"` lines after {@link deferredSyncMs}, unless already pending. */
+  function syncSoon(key: string): void {
+    if (syncTimers.has(key)) return;
+    const timer = setTimeout(() => {
+      syncTimers.delete(key);
+      // A failure is logged by the transcript files, and the key's next append rejects with it.
+      withKey(key, (stem) => transcripts.sync(transcriptPath(stem))).catch(() => {});
+    }, deferredSyncMs);
+    timer.unref();
+    syncTimers.set(key, timer);
+  }
 
   // Creates the directory and sweeps temp files left by a crash mid-save (they never hold the only copy of
   // anything: the rename that would have published them did not happen).
@@ -102,6 +128,8 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
     const lines = encodeTranscriptLines(snapshot.key, messages);
     await withKey(snapshot.key, async (stem) => {
       if (lines.length === 0) {
+        // The snapshot records the transcript's size: what it counts must be on disk first.
+        await transcripts.sync(transcriptPath(stem));
         const transcriptBytes = await sizeOf(transcriptPath(stem));
         await writeFileDurably(
           snapshotPath(stem),
@@ -110,13 +138,14 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
         );
         return;
       }
-      await transcripts.append(snapshot.key, transcriptPath(stem), lines, (transcriptBytes) =>
-        stageFileDurably(
-          snapshotPath(stem),
-          serializeSnapshot({ ...checked, transcriptBytes }),
-          SNAPSHOT_MODE,
-        ),
-      );
+      await transcripts.append(snapshot.key, transcriptPath(stem), lines, {
+        alongside: (transcriptBytes) =>
+          stageFileDurably(
+            snapshotPath(stem),
+            serializeSnapshot({ ...checked, transcriptBytes }),
+            SNAPSHOT_MODE,
+          ),
+      });
     });
   }
 
@@ -160,10 +189,17 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
       });
     },
 
-    async appendTranscript(key, messages) {
+    async appendTranscript(key, messages, durability = "synced") {
       const lines = encodeTranscriptLines(key, messages);
       await withKey(key, async (stem) => {
-        if (lines.length > 0) await transcripts.append(key, transcriptPath(stem), lines);
+        const path = transcriptPath(stem);
+        if (durability === "synced") {
+          if (lines.length > 0) await transcripts.append(key, path, lines);
+          else await transcripts.sync(path);
+        } else if (lines.length > 0) {
+          await transcripts.append(key, path, lines, { deferSync: true });
+          syncSoon(key);
+        }
       });
     },
 
@@ -223,7 +259,12 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
       });
     },
 
-    close: () => transcripts.close(),
+    close: () => {
+      for (const timer of syncTimers.values()) clearTimeout(timer);
+      syncTimers.clear();
+      // Closing fsyncs what is still unsynced.
+      return transcripts.close();
+    },
 
     delete(key) {
       return withKey(key, async (stem) => {

@@ -22,6 +22,15 @@ export type LoadResult =
   /** The snapshot was unreadable and has been moved aside; rebuild the session from its transcript. */
   | { readonly status: "corrupt"; readonly reason: string; readonly movedTo: string };
 
+/**
+ * How far an append gets before it resolves. `"synced"` (the default): fsynced, so it survives a power loss.
+ * `"written"`: in the file, so a crash of the process keeps it, and fsynced shortly after (the store's
+ * deferred-sync delay) or by the session's next synced append or checkpoint, whichever comes first. A turn
+ * writes what comes before a model call as `"written"` (the model call does not wait for a disk flush) and
+ * ends with a synced write, so its answer never leaves before all of it is on disk.
+ */
+export type AppendDurability = "synced" | "written";
+
 /** No snapshot, or one that was moved aside as unusable. */
 export type MissingOrMovedAside = Exclude<LoadResult, { status: "ok" }>;
 
@@ -45,8 +54,11 @@ export interface Session {
   readonly key: string;
   /** Reads the snapshot and the transcript lines written after it; a corrupt snapshot is moved aside and reported. */
   load(): Promise<LoadResult>;
-  /** Appends messages to the transcript, durably (fsynced) before resolving. */
-  append(messages: readonly Message[]): Promise<void>;
+  /**
+   * Appends messages to the transcript, fsynced before resolving unless `durability` is `"written"` (see
+   * {@link AppendDurability}). A synced append of no messages fsyncs what earlier written ones left.
+   */
+  append(messages: readonly Message[], durability?: AppendDurability): Promise<void>;
   /**
    * Appends `messages` (if any) and replaces the snapshot together: after a crash the old or the new snapshot
    * is there, whole, and never ahead of its transcript. On failure neither changed, so the caller may retry.
@@ -80,7 +92,7 @@ export interface SessionStore {
   /** See {@link Session.moveAside}; "missing" when there is no snapshot. */
   moveAside(key: string, reason: string): Promise<MissingOrMovedAside>;
   /** See {@link Session.append}. */
-  appendTranscript(key: string, messages: readonly Message[]): Promise<void>;
+  appendTranscript(key: string, messages: readonly Message[], durability?: AppendDurability): Promise<void>;
   /** See {@link Session.history}; nothing if there is no transcript. */
   readTranscript(key: string): AsyncIterable<Message>;
   /**
@@ -104,7 +116,7 @@ export function openSession(store: SessionStore, key: string): Session {
   return {
     key,
     load: () => store.load(key),
-    append: (messages) => store.appendTranscript(key, messages),
+    append: (messages, durability) => store.appendTranscript(key, messages, durability),
     checkpoint: async (snapshot, messages = []) => {
       if (snapshot.key !== key)
         throw new InternalError(

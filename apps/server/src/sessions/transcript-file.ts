@@ -12,16 +12,18 @@ import { checkMessages, describeIssues, transcriptLineSchema } from "./session-s
  */
 export interface TranscriptFiles {
   /**
-   * Appends `lines` (see {@link encodeTranscriptLines}) and fsyncs. With `alongside`, that other file (given
-   * the transcript's size after the append) is staged while the transcript is written, both fsyncs are
-   * awaited together, and it is published after both; on any failure the appended lines are cut off again.
+   * Appends `lines` (see {@link encodeTranscriptLines}) and fsyncs, with whatever earlier deferred appends left
+   * unsynced. With `alongside`, that other file (given the transcript's size after the append) is staged while
+   * the transcript is written, both fsyncs are awaited together, and it is published after both; on any
+   * failure the appended lines are cut off again. With `deferSync`, the lines are written (a crash of the
+   * process keeps them) but not fsynced: a later {@link sync} or synced append does that.
    */
-  append(
-    key: string,
-    path: string,
-    lines: readonly string[],
-    alongside?: (sizeAfter: number) => Promise<StagedFile>,
-  ): Promise<void>;
+  append(key: string, path: string, lines: readonly string[], options?: AppendOptions): Promise<void>;
+  /**
+   * Fsyncs what deferred appends left unsynced in `path` (nothing when there is none). When an fsync fails,
+   * the next append to `path` rejects with its error too: the lines written before may not be on disk.
+   */
+  sync(path: string): Promise<void>;
   /** Opens a transcript for reading and measures it; undefined when there is none. */
   openForReading(path: string): Promise<{ readonly handle: FileHandle; readonly size: number } | undefined>;
   /** The messages of bytes `start` to `end` (exclusive); unreadable lines are skipped with a warning. */
@@ -32,6 +34,12 @@ export interface TranscriptFiles {
   drop(path: string): Promise<void>;
   /** Closes every kept append handle; later appends open and close their file. */
   close(): Promise<void>;
+}
+
+/** Options of {@link TranscriptFiles.append}. */
+export interface AppendOptions {
+  readonly alongside?: (sizeAfter: number) => Promise<StagedFile>;
+  readonly deferSync?: boolean;
 }
 
 /**
@@ -49,6 +57,8 @@ interface OpenTranscript {
   readonly ino: number;
   readonly dev: number;
   readonly end: number;
+  /** Written by a deferred append and not fsynced yet; `"new file"` when its directory entry is not either. */
+  readonly unsynced: false | "data" | "new file";
 }
 
 /**
@@ -77,6 +87,8 @@ export function encodeTranscriptLines(key: string, messages: readonly Message[])
 /** Creates the {@link TranscriptFiles} of one store. */
 export function createTranscriptFiles(logger: Logger): TranscriptFiles {
   const openTranscripts = new Map<string, OpenTranscript>();
+  /** Paths whose deferred lines could not be fsynced: their next append rejects with that error. */
+  const failedSyncs = new Map<string, unknown>();
   let closed = false;
 
   /**
@@ -84,9 +96,19 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
    * recently used closed first) so a turn's appends skip open, close and the torn-line check. Taken out of the
    * cache while in use; a kept handle whose file was replaced or removed meanwhile is closed and reopened.
    */
-  async function take(
-    path: string,
-  ): Promise<{ handle: FileHandle; ino: number; dev: number; size: number; end: number | undefined }> {
+  async function take(path: string): Promise<{
+    handle: FileHandle;
+    ino: number;
+    dev: number;
+    size: number;
+    end: number | undefined;
+    unsynced: OpenTranscript["unsynced"];
+  }> {
+    const failed = failedSyncs.get(path);
+    if (failed !== undefined) {
+      failedSyncs.delete(path);
+      throw failed;
+    }
     const kept = openTranscripts.get(path);
     openTranscripts.delete(path);
     if (kept !== undefined) {
@@ -100,13 +122,14 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
         throw error;
       }
       if (onDisk !== undefined && onDisk.ino === kept.ino && onDisk.dev === kept.dev)
-        return { handle: kept.handle, ino: kept.ino, dev: kept.dev, size: onDisk.size, end: kept.end };
-      await kept.handle.close().catch(() => {});
+        return { ...kept, size: onDisk.size };
+      // Replaced or removed behind our back: what we left unsynced is in a file that is no longer the transcript.
+      await release(path, kept);
     }
     const handle = await open(path, "a+", 0o600);
     try {
       const { ino, dev, size } = await handle.stat();
-      return { handle, ino, dev, size, end: undefined };
+      return { handle, ino, dev, size, end: undefined, unsynced: false };
     } catch (error) {
       await handle.close().catch(() => {});
       throw error;
@@ -115,20 +138,45 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
 
   function keep(path: string, entry: OpenTranscript): void {
     if (closed) {
-      void entry.handle.close().catch(() => {});
+      void release(path, entry);
       return;
     }
     openTranscripts.set(path, entry);
-    for (const [oldest, { handle }] of openTranscripts) {
+    for (const [oldest, evicted] of openTranscripts) {
       if (openTranscripts.size <= MAX_OPEN_TRANSCRIPTS) break;
       openTranscripts.delete(oldest);
-      void handle.close().catch(() => {});
+      void release(oldest, evicted);
     }
   }
 
+  /** Fsyncs what `entry` left unsynced (remembering a failure for the next append to `path`). */
+  async function syncEntry(path: string, entry: OpenTranscript): Promise<void> {
+    if (entry.unsynced === false) return;
+    try {
+      await entry.handle.sync();
+      if (entry.unsynced === "new file") await fsyncDirectory(dirname(path));
+    } catch (error) {
+      failedSyncs.set(path, error);
+      logger.error({ path, err: error }, "could not fsync transcript lines written before");
+      throw error;
+    }
+  }
+
+  /** Closes a handle taken out of the cache, fsyncing first what it left unsynced. */
+  async function release(path: string, entry: OpenTranscript): Promise<void> {
+    await syncEntry(path, entry).catch(() => {});
+    await entry.handle.close().catch(() => {});
+  }
+
   return {
-    async append(key, path, lines, alongside) {
-      const { handle, ino, dev, size, end } = await take(path);
+    async append(key, path, lines, options = {}) {
+      const { alongside, deferSync = false } = options;
+      const taken = await take(path);
+      const { handle, ino, dev, size, end } = taken;
+      // A new transcript must stay in the directory after a power loss: its directory is fsynced with the first
+      // synced append. (A snapshot's rename needs no directory fsync: without it the session is rebuilt from
+      // the transcript, which holds everything.)
+      const newFile = size === 0 || taken.unsynced === "new file";
       let kept = false;
       try {
         let prefix = "";
@@ -145,10 +193,23 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
           }
         }
         const bytes = Buffer.from(`${prefix}${lines.join("\n")}\n`, "utf8");
+        if (deferSync && alongside === undefined) {
+          await writeAll(handle, bytes);
+          keep(path, {
+            handle,
+            ino,
+            dev,
+            end: size + bytes.byteLength,
+            unsynced: newFile ? "new file" : "data",
+          });
+          kept = true;
+          return;
+        }
         const staging = alongside?.(size + bytes.byteLength);
         const appending = (async () => {
           await writeAll(handle, bytes);
-          await handle.sync();
+          // The new file's directory entry beside its data: neither needs the other first.
+          await Promise.all([handle.sync(), newFile ? fsyncDirectory(dirname(path)) : undefined]);
         })();
         const [appended, staged] = await Promise.allSettled([appending, staging]);
         if (appended.status === "rejected" || staged.status === "rejected") {
@@ -156,7 +217,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
           throw appended.status === "rejected" ? appended.reason : (staged as PromiseRejectedResult).reason;
         }
         await staged.value?.publish({ syncDirectory: false });
-        keep(path, { handle, ino, dev, end: size + bytes.byteLength });
+        keep(path, { handle, ino, dev, end: size + bytes.byteLength, unsynced: false });
         kept = true;
       } catch (error) {
         // A full disk can take part of the lines: cut them off again so the transcript never holds a
@@ -164,6 +225,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
         await (async () => {
           await handle.truncate(size);
           await handle.sync();
+          if (newFile) await fsyncDirectory(dirname(path));
         })().catch((truncateError: unknown) =>
           logger.error({ key, path, err: truncateError }, "could not cut a failed append off the transcript"),
         );
@@ -171,8 +233,19 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
       } finally {
         if (!kept) await handle.close().catch(() => {});
       }
-      // A new transcript (and a snapshot published beside it) must stay in the directory after a power loss.
-      if (size === 0) await fsyncDirectory(dirname(path));
+    },
+
+    async sync(path) {
+      const kept = openTranscripts.get(path);
+      if (kept === undefined || kept.unsynced === false) return;
+      openTranscripts.delete(path);
+      try {
+        await syncEntry(path, kept);
+      } catch (error) {
+        await kept.handle.close().catch(() => {});
+        throw error;
+      }
+      keep(path, { ...kept, unsynced: false });
     },
 
     async openForReading(path) {
@@ -216,14 +289,15 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
     async drop(path) {
       const kept = openTranscripts.get(path);
       openTranscripts.delete(path);
-      await kept?.handle.close().catch(() => {});
+      failedSyncs.delete(path);
+      if (kept !== undefined) await release(path, kept);
     },
 
     async close() {
       closed = true;
-      const kept = [...openTranscripts.values()];
+      const kept = [...openTranscripts];
       openTranscripts.clear();
-      await Promise.all(kept.map(({ handle }) => handle.close().catch(() => {})));
+      await Promise.all(kept.map(([path, entry]) => release(path, entry)));
     },
   };
 

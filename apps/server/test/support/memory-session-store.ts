@@ -119,6 +119,7 @@ export function createMemorySessionStore(state = createMemorySessionState()): Se
 
     moveAside: async (key, reason) => moveAside(key, reason),
 
+    // Durability is the file store's concern: the fake keeps everything either way.
     async appendTranscript(key, messages) {
       const lines = linesOf(key, messages);
       if (lines.length > 0) entry(key).transcript.push(...lines);
