@@ -22,7 +22,7 @@
  *   bin    `node apps/server/bin/almanac.js`;  source  the TypeScript through tsx
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { Agent } from "node:http";
 import { loadavg, tmpdir } from "node:os";
@@ -205,6 +205,7 @@ async function main(): Promise<void> {
     for (let index = 0; index < 300; index += 1) alone.push(await direct());
     const cpuBefore = cpuMs(serverPid);
     const systemBefore = cpuMs(serverPid, "system");
+    const threadsBefore = threadCpuMs(serverPid);
     const from = process.hrtime.bigint() / 1000n;
     const turns: number[] = [];
     // CPU per block of 50 turns: a cost that grows with the history shows as a rising row.
@@ -220,8 +221,15 @@ async function main(): Promise<void> {
     }
     const cpuPerTurn = (cpuMs(serverPid) - cpuBefore) / turns.length;
     const systemPerTurn = (cpuMs(serverPid, "system") - systemBefore) / turns.length;
+    const byThread = [...threadCpuMs(serverPid)]
+      .map(([name, ms]) => [name, (ms - (threadsBefore.get(name) ?? 0)) / turns.length] as const)
+      .filter(([, perTurn]) => perTurn > 0)
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 6)
+      .map(([name, perTurn]) => `${name} ${perTurn.toFixed(2)}`)
+      .join(", ");
     note(
-      `1 session, 300 sequential turns: ${format(turns)}; the model alone ${format(alone)}; server CPU ${cpuPerTurn.toFixed(2)} ms a turn, of it system ${systemPerTurn.toFixed(2)} ms (by 50 turns: ${blocks.join(", ")}) (monotonic µs ${from}–${process.hrtime.bigint() / 1000n})`,
+      `1 session, 300 sequential turns: ${format(turns)}; the model alone ${format(alone)}; server CPU ${cpuPerTurn.toFixed(2)} ms a turn, of it system ${systemPerTurn.toFixed(2)} ms (by 50 turns: ${blocks.join(", ")}; by thread: ${byThread}) (monotonic µs ${from}–${process.hrtime.bigint() / 1000n})`,
     );
   }
 
@@ -375,6 +383,29 @@ function cpuMs(pid: number, part: "all" | "system" = "all"): number {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   const system = Number(fields[12]);
   return (part === "system" ? system : Number(fields[11]) + system) * 10;
+}
+
+/**
+ * CPU time (user + system, ms) of each thread of `pid` (Linux; empty elsewhere), labelled "main" or by name and
+ * thread id (libuv's pool, V8's compiler and GC helpers).
+ */
+function threadCpuMs(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  const dir = `/proc/${pid}/task`;
+  if (!existsSync(dir)) return byName;
+  for (const task of readdirSync(dir)) {
+    try {
+      const stat = readFileSync(`${dir}/${task}/stat`, "utf8");
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      // Node 20 names every other thread "node": those are told apart by their thread id.
+      const label = task === String(pid) ? "main" : `${name} ${task}`;
+      byName.set(label, (byName.get(label) ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10);
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return byName;
 }
 
 function percentile(values: readonly number[], p: number): number {
