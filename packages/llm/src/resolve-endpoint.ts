@@ -23,6 +23,12 @@ export interface EndpointConfig {
   readonly retryMaxDelayMs?: number;
   /** A provider's Retry-After longer than this is not waited for; the error surfaces (default 60000 ms). */
   readonly maxRetryAfterMs?: number;
+  /**
+   * How requests go out: `"node"` (default) keep-alive `node:http`/`node:https`, the cheapest per request (see
+   * `node-http-fetch.ts`), which never goes through a proxy; `"fetch"` Node's global fetch, which does where
+   * Node is set up for it (`NODE_USE_ENV_PROXY=1` with `HTTPS_PROXY` on Node 24).
+   */
+  readonly httpClient?: "node" | "fetch";
   readonly logger?: Logger;
   /** Injectable wait between retries (tests); the default is a real timer that aborts with the signal. */
   readonly sleep?: Sleep;
@@ -80,7 +86,7 @@ export function resolveEndpoint(config: EndpointConfig, what: string): ResolvedE
           // We log retries and failures ourselves, with the key kept out.
           logLevel: "off",
           // Keep-alive node:http instead of undici's fetch: a third of a turn's CPU (see node-http-fetch.ts).
-          fetch: createNodeHttpFetch(),
+          ...(config.httpClient === "fetch" ? {} : { fetch: createNodeHttpFetch() }),
         }),
       (error: unknown) => {
         client = undefined; // a failed load is tried again by the next request

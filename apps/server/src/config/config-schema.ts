@@ -152,6 +152,11 @@ export const configSchema = z.strictObject({
         description: "Extra HTTP headers for the model endpoint, as a JSON object.",
         example: '{"X-Org":"me"}',
       }),
+      httpClient: setting(z.enum(["node", "fetch"]).default("node"), {
+        env: "ALMANAC_MODEL_HTTP_CLIENT",
+        description:
+          "How model and embedding requests go out: node (keep-alive node:http, the cheapest; never through a proxy) or fetch (Node's global fetch: behind a proxy, with NODE_USE_ENV_PROXY=1 and HTTPS_PROXY on Node 24).",
+      }),
     })
     .prefault({}),
   compaction: z

@@ -43,6 +43,7 @@ export const memoryPlugin = fp(
               baseURL: embedding.baseUrl,
               apiKey: embedding.apiKey ?? "",
               model: embedding.model,
+              httpClient: config.model.httpClient,
               ...(embedding.dimensions === undefined ? {} : { dimensions: embedding.dimensions }),
               logger: app.log,
             }),

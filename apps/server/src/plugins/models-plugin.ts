@@ -37,6 +37,7 @@ export const modelsPlugin = fp(
         apiKey: config.model.apiKey ?? "",
         model: modelName,
         headers: config.model.headers,
+        httpClient: config.model.httpClient,
         contextWindow: config.model.contextWindow,
         // Every request carries the cap, so prompt + answer never exceed the window.
         maxOutputTokens: config.model.maxOutputTokens,
