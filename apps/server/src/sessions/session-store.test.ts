@@ -576,4 +576,17 @@ describe("written appends (fsynced later)", () => {
     expect(await collect(store.readTranscript(KEY))).toEqual([message("a"), message("b"), message("d")]);
     await store.close();
   });
+
+  it("rejects a synced append of no messages after a deferred fsync failed, as a turn's end may be", async () => {
+    store = createSessionStore({ dir, deferredSyncMs: 10 });
+    await store.appendTranscript(KEY, [message("a")]);
+    const fsyncs = await watchFsyncs();
+    fsyncs.spy.mockRejectedValueOnce(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" }));
+    await store.appendTranscript(KEY, [message("b")], "written");
+    await vi.waitFor(() => expect(fsyncs.spy).toHaveBeenCalled());
+    // The deferred fsync holds the session's lock: this waits for it, then hears of its failure.
+    expect(await rejectionCode(store.appendTranscript(KEY, []))).toMatch(/EIO/);
+    await store.appendTranscript(KEY, []);
+    await store.close();
+  });
 });

@@ -104,11 +104,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
     end: number | undefined;
     unsynced: OpenTranscript["unsynced"];
   }> {
-    const failed = failedSyncs.get(path);
-    if (failed !== undefined) {
-      failedSyncs.delete(path);
-      throw failed;
-    }
+    throwFailedSync(path);
     const kept = openTranscripts.get(path);
     openTranscripts.delete(path);
     if (kept !== undefined) {
@@ -147,6 +143,14 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
       openTranscripts.delete(oldest);
       void release(oldest, evicted);
     }
+  }
+
+  /** Rethrows (once) the error of a failed fsync of lines written to `path` before. */
+  function throwFailedSync(path: string): void {
+    if (!failedSyncs.has(path)) return;
+    const failed = failedSyncs.get(path);
+    failedSyncs.delete(path);
+    throw failed;
   }
 
   /** Fsyncs what `entry` left unsynced (remembering a failure for the next append to `path`). */
@@ -236,6 +240,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
     },
 
     async sync(path) {
+      throwFailedSync(path);
       const kept = openTranscripts.get(path);
       if (kept === undefined || kept.unsynced === false) return;
       openTranscripts.delete(path);
@@ -289,8 +294,9 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
     async drop(path) {
       const kept = openTranscripts.get(path);
       openTranscripts.delete(path);
-      failedSyncs.delete(path);
       if (kept !== undefined) await release(path, kept);
+      // The file is moved or removed: a failure of its lines is not the next transcript's.
+      failedSyncs.delete(path);
     },
 
     async close() {
