@@ -8,21 +8,20 @@ import {
   allOf,
   anyOf,
   cacheRowSchema,
-  chunkColumns,
   chunkRowSchema,
   countSchema,
   fileRowSchema,
   headingSeparator,
   rawChunkRow,
-  scoreRowSchema,
   toFile,
   toStoredChunk,
-  vectorRowSchema,
 } from "./sqlite-rows.js";
 import { createVectorTable, openSqliteDatabase, readMeta, writeMeta } from "./sqlite-schema.js";
 import { createSqliteScopeQueries } from "./sqlite-scope-filter.js";
 import { addScoreRows } from "./sqlite-score-rows.js";
+import { prepareIndexStatements, prepareVectorStatements } from "./sqlite-statements.js";
 import { createTermFrequencies } from "./sqlite-term-frequencies.js";
+import { type VectorStatements, vectorSimilarities } from "./sqlite-vector-search.js";
 import type {
   BackendHit,
   BackendQuery,
@@ -36,7 +35,7 @@ import type {
   StoredChunk,
   TermStatistics,
 } from "./types.js";
-import { cosineSimilarity, fromVectorBlob, toVectorBlob } from "./vector-math.js";
+import { fromVectorBlob, toVectorBlob } from "./vector-math.js";
 
 /** Options of {@link createSqliteIndex}. */
 export interface SqliteIndexOptions {
@@ -121,62 +120,11 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
   }
 
   const scoped = createSqliteScopeQueries(db);
-  const statements = {
-    chunkIdsOfPath: db.prepare("SELECT id FROM chunks WHERE path = ?").pluck(),
-    deleteChunksOfPath: db.prepare("DELETE FROM chunks WHERE path = ?"),
-    deleteFts: db.prepare("DELETE FROM chunks_fts WHERE rowid = ?"),
-    insertFts: db.prepare("INSERT INTO chunks_fts (rowid, terms) VALUES (?, ?)"),
-    upsertFile: db.prepare(
-      "INSERT OR REPLACE INTO files (path, hash, mtime_ms, size, source) VALUES (@path, @hash, @mtimeMs, @size, @source)",
-    ),
-    deleteFile: db.prepare("DELETE FROM files WHERE path = ?"),
-    insertChunk: db.prepare(
-      `INSERT INTO chunks (chunk_id, path, start_line, end_line, headings, text, hash, source, updated_at, embedded, text_length)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ),
-    fileState: db.prepare("SELECT path, hash, mtime_ms, size, source FROM files WHERE path = ?"),
-    listFiles: db.prepare("SELECT path, hash, mtime_ms, size, source FROM files ORDER BY path"),
-    textSearch: db
-      .prepare(
-        "SELECT rowid, -bm25(chunks_fts) AS score FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?",
-      )
-      .raw(),
-    recentTextSearch: db
-      .prepare(
-        "SELECT rowid, 0 AS score FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-      )
-      .raw(),
-    chunksById: db
-      .prepare(`SELECT ${chunkColumns} FROM chunks WHERE id IN (SELECT value FROM json_each(?))`)
-      .raw(),
-    pending: db.prepare(`SELECT ${chunkColumns} FROM chunks WHERE embedded = 0 ORDER BY id LIMIT ?`),
-    chunkForVector: db.prepare("SELECT id FROM chunks WHERE chunk_id = ? AND hash = ?").pluck(),
-    markEmbedded: db.prepare("UPDATE chunks SET embedded = 1 WHERE id = ?"),
-    cacheInsert: db.prepare(
-      "INSERT OR IGNORE INTO embedding_cache (model, hash, dimensions, vector, created_at) VALUES (?, ?, ?, ?, ?)",
-    ),
-    cacheLookup: db.prepare(
-      "SELECT hash, vector FROM embedding_cache WHERE model = ? AND hash IN (SELECT value FROM json_each(?))",
-    ),
-    count: (table: string) => db.prepare(`SELECT count(*) AS count FROM ${table}`),
-    dataVersion: db.prepare("PRAGMA data_version").pluck(),
-  };
-  let vectorStatements:
-    | {
-        insert: Database.Statement;
-        remove: Database.Statement;
-        knn: Database.Statement;
-        get: Database.Statement;
-      }
-    | undefined;
+  const statements = prepareIndexStatements(db);
+  let vectorStatements: VectorStatements | undefined;
   const vectors = () => {
     if (storedDimensions() === undefined) return undefined;
-    vectorStatements ??= {
-      insert: db.prepare("INSERT INTO chunks_vec (rowid, embedding) VALUES (?, ?)"),
-      remove: db.prepare("DELETE FROM chunks_vec WHERE rowid = ?"),
-      knn: db.prepare("SELECT rowid, distance AS score FROM chunks_vec WHERE embedding MATCH ? AND k = ?"),
-      get: db.prepare("SELECT rowid, embedding FROM chunks_vec WHERE rowid = ?"),
-    };
+    vectorStatements ??= prepareVectorStatements(db);
     return vectorStatements;
   };
   let chunkTotal: number | undefined;
@@ -332,38 +280,13 @@ function openSqliteIndex(options: SqliteIndexOptions): MemoryIndexBackend {
       const expression = query.allOf === undefined ? anyOf(query.terms) : allOf(query.allOf);
       addScoreRows(statement.all(expression, query.limit), textScores);
     }
-    const similarities = new Map<number, number>();
     const vectorTable = vectors();
-    if (query.vector !== undefined && vectorTable !== undefined) {
-      if (query.vector.length !== storedDimensions())
-        throw mismatch(options.path, storedDimensions()!, query.vector.length);
-      const small = query.paths === undefined ? undefined : scoped.smallScope(query.paths, 20_000);
-      if (small !== undefined) {
-        // A shared chat's own folder: compare with each of its vectors, the nearest `limit` count.
-        const nearest: Array<[number, number]> = [];
-        for (const rowid of small) {
-          const row = vectorTable.get.get(BigInt(rowid));
-          if (row === undefined) continue;
-          const parsed = vectorRowSchema.parse(row);
-          nearest.push([rowid, cosineSimilarity(query.vector, fromVectorBlob(parsed.embedding))]);
-        }
-        nearest.sort((left, right) => right[1] - left[1]);
-        for (const [rowid, similarity] of nearest.slice(0, query.limit)) similarities.set(rowid, similarity);
-      } else {
-        const k = query.paths === undefined ? query.limit : scoped.knnSize(query.paths, query.limit);
-        for (const row of vectorTable.knn.all(toVectorBlob(query.vector), k)) {
-          const parsed = scoreRowSchema.parse(row);
-          similarities.set(parsed.rowid, 1 - parsed.score);
-        }
-      }
-      for (const rowid of textScores.keys()) {
-        if (similarities.has(rowid)) continue;
-        const row = vectorTable.get.get(BigInt(rowid));
-        if (row === undefined) continue;
-        const parsed = vectorRowSchema.parse(row);
-        similarities.set(rowid, cosineSimilarity(query.vector, fromVectorBlob(parsed.embedding)));
-      }
-    }
+    if (query.vector !== undefined && vectorTable !== undefined && query.vector.length !== storedDimensions())
+      throw mismatch(options.path, storedDimensions()!, query.vector.length);
+    const similarities =
+      query.vector === undefined || vectorTable === undefined
+        ? new Map<number, number>()
+        : vectorSimilarities(query.vector, query, { vectors: vectorTable, scoped, textScores });
     const ids = [...new Set([...textScores.keys(), ...similarities.keys()])];
     const chunks = fetchChunks(ids);
     return ids.flatMap((id) => {
