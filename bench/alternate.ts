@@ -4,7 +4,7 @@
  * rounds compare builds fairly. Not part of the test run.
  *
  * Run: node --import tsx bench/alternate.ts --rounds 4 before=/tmp/wt-base/apps/server/dist/main.js \
- *        after=apps/server/dist/main.js [--args "<bench/server-process.ts options>"]
+ *        after=apps/server/dist/main.js [--args="<bench/server-process.ts options>"]
  * (`--args` default "--idle-seconds 1 --sessions 100 --memory empty"; a worktree for "before":
  * `git worktree add --detach /tmp/wt-base <rev>`, `pnpm install --frozen-lockfile --offline`, `pnpm build:server`)
  */
