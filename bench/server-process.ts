@@ -89,6 +89,7 @@ async function main(): Promise<void> {
       stdio: ["pipe", "pipe", "inherit"],
     },
   );
+  const modelPid = model.pid ?? Number.NaN;
   const modelURL = await firstLine(model).then((line) => {
     const parsed: unknown = JSON.parse(line);
     if (
@@ -262,6 +263,8 @@ async function main(): Promise<void> {
     // `npx tsx bench/cpu-profile.ts <file> --from <µs> --to <µs>` reads only this phase.
     const concurrentFrom = process.hrtime.bigint() / 1000n;
     const phaseStart = performance.now();
+    const serverCpuBefore = cpuMs(serverPid);
+    const modelCpuBefore = cpuMs(modelPid);
     const timeline: { session: number; index: number; startMs: number; latencyMs: number }[] = [];
     await Promise.all(
       Array.from({ length: 100 }, async (_, session) => {
@@ -279,8 +282,9 @@ async function main(): Promise<void> {
         values["dump-concurrent"],
         `${timeline.map((entry) => JSON.stringify(entry)).join("\n")}\n`,
       );
+    // The scripted model shares the 2 cores: its CPU (parsing, checking and counting each request) is beside ours.
     note(
-      `100 concurrent sessions × 10 turns: ${format(concurrent)} (monotonic µs ${concurrentFrom}–${process.hrtime.bigint() / 1000n})`,
+      `100 concurrent sessions × 10 turns: ${format(concurrent)}; CPU in this phase: server ${cpuMs(serverPid) - serverCpuBefore} ms, scripted model ${cpuMs(modelPid) - modelCpuBefore} ms (monotonic µs ${concurrentFrom}–${process.hrtime.bigint() / 1000n})`,
     );
     note(
       `  of them each session's first turn (a new session): ${format(firstTurns)}; the later ones: ${format(laterTurns)}`,
