@@ -513,6 +513,23 @@ describe("written appends (fsynced later)", () => {
     await store.close();
   });
 
+  it("drops the pending deferred fsync once a synced append or a save covered the lines", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      store = createSessionStore({ dir, deferredSyncMs: 10 });
+      await store.appendTranscript(KEY, [message("a")], "written");
+      expect(vi.getTimerCount()).toBe(1);
+      await store.appendTranscript(KEY, [message("b")]);
+      expect(vi.getTimerCount()).toBe(0);
+      await store.appendTranscript(KEY, [message("c")], "written");
+      await store.save(snapshotFor(KEY));
+      expect(vi.getTimerCount()).toBe(0);
+      await store.close();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("fsyncs them, and nothing else, on a synced append of no messages, a save or close", async () => {
     store = createSessionStore({ dir, deferredSyncMs: 60_000 });
     await store.appendTranscript(KEY, [message("a")]);

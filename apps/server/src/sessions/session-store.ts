@@ -76,6 +76,12 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
     syncTimers.set(key, timer);
   }
 
+  /** A synced write of the key covered its `"written"` lines: no deferred fsync is due. */
+  function synced(key: string): void {
+    clearTimeout(syncTimers.get(key));
+    syncTimers.delete(key);
+  }
+
   // Creates the directory and sweeps temp files left by a crash mid-save (they never hold the only copy of
   // anything: the rename that would have published them did not happen).
   function prepare(): Promise<void> {
@@ -136,6 +142,7 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
           serializeSnapshot({ ...checked, transcriptBytes }),
           SNAPSHOT_MODE,
         );
+        synced(snapshot.key);
         return;
       }
       await transcripts.append(snapshot.key, transcriptPath(stem), lines, {
@@ -146,6 +153,7 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
             SNAPSHOT_MODE,
           ),
       });
+      synced(snapshot.key);
     });
   }
 
@@ -196,6 +204,7 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
         if (durability === "synced") {
           if (lines.length > 0) await transcripts.append(key, path, lines);
           else await transcripts.sync(path);
+          synced(key);
         } else if (lines.length > 0) {
           await transcripts.append(key, path, lines, { deferSync: true });
           syncSoon(key);
