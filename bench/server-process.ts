@@ -90,6 +90,10 @@ async function main(): Promise<void> {
     },
   );
   const modelPid = model.pid ?? Number.NaN;
+  process.once("exit", () => model.kill("SIGKILL"));
+  // Output piped to `head` or `grep -m1`: stop (killing the children above) instead of running on unseen.
+  process.stdout.on("error", () => process.exit(1));
+  for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(130));
   const modelURL = await firstLine(model).then((line) => {
     const parsed: unknown = JSON.parse(line);
     if (
@@ -327,6 +331,10 @@ async function startAlmanac(
     output = readFileSync(logFile, "utf8").slice(0, 100_000);
   };
   const exited = new Promise<void>((resolve) => server.on("exit", () => resolve()));
+  // A bench that ends early (its output piped to `head` or `grep -m1`, Ctrl-C) must not leave the server running.
+  const killOnExit = () => server.kill("SIGKILL");
+  process.once("exit", killOnExit);
+  server.once("exit", () => process.off("exit", killOnExit));
   const pid = server.pid;
   if (pid === undefined) throw new Error("server did not start");
   for (;;) {
