@@ -21,6 +21,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { startScriptedLlm } from "@almanac/testkit";
+import { killOnExit } from "./child-cleanup.js";
 import { writeYearCorpus } from "./year-corpus.js";
 
 const { values } = parseArgs({
@@ -83,6 +84,7 @@ function cpuMs(pid: number | undefined): number {
 async function coldServer(): Promise<{ ms: number; cpu: number; url: string; stop: () => Promise<void> }> {
   const started = performance.now();
   const child = spawn(process.execPath, [...runnerArgs, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  killOnExit(child);
   let output = "";
   child.stdout.on("data", (chunk: Buffer) => {
     output += chunk.toString();

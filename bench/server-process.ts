@@ -31,6 +31,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { script, startScriptedLlm } from "@almanac/testkit";
+import { killOnExit } from "./child-cleanup.js";
 import { httpCall } from "./http-call.js";
 import { writeYearCorpus, yearQueries } from "./year-corpus.js";
 
@@ -90,10 +91,7 @@ async function main(): Promise<void> {
     },
   );
   const modelPid = model.pid ?? Number.NaN;
-  process.once("exit", () => model.kill("SIGKILL"));
-  // Output piped to `head` or `grep -m1`: stop (killing the children above) instead of running on unseen.
-  process.stdout.on("error", () => process.exit(1));
-  for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => process.exit(130));
+  killOnExit(model);
   const modelURL = await firstLine(model).then((line) => {
     const parsed: unknown = JSON.parse(line);
     if (
@@ -331,10 +329,7 @@ async function startAlmanac(
     output = readFileSync(logFile, "utf8").slice(0, 100_000);
   };
   const exited = new Promise<void>((resolve) => server.on("exit", () => resolve()));
-  // A bench that ends early (its output piped to `head` or `grep -m1`, Ctrl-C) must not leave the server running.
-  const killOnExit = () => server.kill("SIGKILL");
-  process.once("exit", killOnExit);
-  server.once("exit", () => process.off("exit", killOnExit));
+  killOnExit(server);
   const pid = server.pid;
   if (pid === undefined) throw new Error("server did not start");
   for (;;) {

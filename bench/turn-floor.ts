@@ -24,6 +24,7 @@ import { parseArgs } from "node:util";
 import { createNodeHttpFetch } from "@almanac/llm";
 import Fastify from "fastify";
 import OpenAI from "openai";
+import { killOnExit } from "./child-cleanup.js";
 import { httpCall } from "./http-call.js";
 
 const { values } = parseArgs({
@@ -114,6 +115,7 @@ async function main(): Promise<void> {
   const model = spawn(process.execPath, [...process.execArgv, serverProcess, "--serve-model"], {
     stdio: ["pipe", "pipe", "inherit"],
   });
+  killOnExit(model);
   const { baseURL } = JSON.parse((await lines(model).next()).value) as { baseURL: string };
   const client = new OpenAI({
     baseURL,
