@@ -13,6 +13,7 @@ import { loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { median } from "./sample-stats.js";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -63,13 +64,6 @@ for (let round = 1; round <= Number(values.rounds); round += 1) {
   }
 }
 
-const median = (numbers: number[]): number => {
-  const sorted = [...numbers].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[middle] ?? Number.NaN)
-    : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
-};
 console.log("medians:");
 for (const [label, runs] of results) {
   const medians: Partial<Record<Figure, number>> = {};

@@ -22,6 +22,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { startScriptedLlm } from "@almanac/testkit";
 import { killOnExit } from "./child-cleanup.js";
+import { median } from "./sample-stats.js";
 import { writeYearCorpus } from "./year-corpus.js";
 
 const { values } = parseArgs({
@@ -44,13 +45,6 @@ const runnerArgs: readonly string[] = chosen;
 const runs = Number(values.runs);
 const TOKEN = "bench-admin-token-0123456789";
 
-const median = (samples: number[]) => {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[middle] ?? 0)
-    : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
-};
 const show = (samples: number[]) =>
   `median ${median(samples).toFixed(0)} ms  (runs: ${samples.map((value) => value.toFixed(0)).join(", ")})`;
 

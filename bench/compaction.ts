@@ -27,16 +27,12 @@ import {
 import { createReportTool, createSaveNoteTool } from "../packages/compaction/test/generated-tools.js";
 import { requestHasTurnPrefix, validSummary } from "../packages/compaction/test/summary-fixtures.js";
 import { createRandom, generatedText } from "../packages/compaction/test/transcripts.js";
+import { percentile } from "./sample-stats.js";
 
 const TURNS = 1_000;
 const WINDOW = 16_384;
 const OUTPUT_RESERVE = 2_048;
 const SYSTEM_PROMPT = "You are Almanac. Use fetch_report to answer.";
-
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
-}
 
 const ms = (value: number): string => `${value.toFixed(3)} ms`;
 const int = (value: number): string => Math.round(value).toLocaleString("en-US");

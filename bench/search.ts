@@ -25,6 +25,7 @@ import {
   searchableText,
 } from "@almanac/memory-index";
 import { startScriptedLlm } from "@almanac/testkit";
+import { median, percentile } from "./sample-stats.js";
 import { writeYearCorpus, yearQueries } from "./year-corpus.js";
 
 const quick = process.argv.includes("--quick");
@@ -103,11 +104,6 @@ function note(title: string, sentences: number): string {
     lines.push(`- ${sentence()}`);
   }
   return `${lines.join("\n")}\n`;
-}
-
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
 const ms = (value: number) => `${value.toFixed(2)} ms`;
@@ -262,13 +258,6 @@ async function saveToSearchable(directory: string): Promise<void> {
 }
 
 // ---- 4. The year corpus (bench/year-corpus.ts): indexing in-process and per-query search medians -----
-
-/** Median of a list (the mean of the middle two for an even count). */
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
 
 async function yearRows(directory: string): Promise<void> {
   const workspace = path.join(directory, "year");

@@ -33,6 +33,7 @@ import { parseArgs } from "node:util";
 import { script, startScriptedLlm } from "@almanac/testkit";
 import { killOnExit } from "./child-cleanup.js";
 import { httpCall } from "./http-call.js";
+import { percentile } from "./sample-stats.js";
 import { writeYearCorpus, yearQueries } from "./year-corpus.js";
 
 const { values } = parseArgs({
@@ -413,11 +414,6 @@ function threadCpuMs(pid: number): Map<string, number> {
     }
   }
   return byName;
-}
-
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
 function format(values: readonly number[]): string {

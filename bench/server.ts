@@ -13,13 +13,9 @@ import { Writable } from "node:stream";
 import { script, startScriptedLlm } from "@almanac/testkit";
 import OpenAI from "openai";
 import { startServer } from "../apps/server/src/server.js";
+import { percentile } from "./sample-stats.js";
 
 const TOKEN = "bench-admin-token-0123456789";
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
-}
 
 const format = (values: number[]) =>
   `p50 ${percentile(values, 50).toFixed(2)} ms  p99 ${percentile(values, 99).toFixed(2)} ms  (n=${values.length})`;

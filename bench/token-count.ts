@@ -5,6 +5,7 @@
  */
 import { performance } from "node:perf_hooks";
 import { createMessage, createTokenCounter, type Message } from "@almanac/core";
+import { percentile } from "./sample-stats.js";
 
 const HISTORY = 1000;
 const ROUNDS = 200;
@@ -19,11 +20,6 @@ function history(): Message[] {
   return Array.from({ length: HISTORY }, (_, index) =>
     createMessage({ role: index % 2 === 0 ? "user" : "assistant", content: sampleText(index) }),
   );
-}
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
 function measure(label: string, count: (messages: readonly Message[]) => number): void {
