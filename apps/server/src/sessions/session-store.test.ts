@@ -479,11 +479,25 @@ describe("written appends (fsynced later)", () => {
       const { dev, ino } = statSync(path);
       return `${dev}:${ino}`;
     };
-    return {
-      spy,
-      of: (path: string) => flushed.filter((id) => id === idOf(path)).length,
-      reset: () => flushed.splice(0),
-    };
+    return { spy, of: (path: string) => flushed.filter((id) => id === idOf(path)).length };
+  }
+
+  /**
+   * Opens the store over a transcript holding "a", synced, and counts fsyncs from then on; with `failNextFsync`
+   * the next fsync fails as a dying disk's would.
+   */
+  async function afterSyncedLine(options: {
+    deferredSyncMs: number;
+    logger?: Logger;
+    failNextFsync?: boolean;
+  }): Promise<Awaited<ReturnType<typeof watchFsyncs>>> {
+    const { failNextFsync = false, ...storeOptions } = options;
+    store = createSessionStore({ dir, ...storeOptions });
+    await store.appendTranscript(KEY, [message("a")]);
+    const fsyncs = await watchFsyncs();
+    if (failNextFsync)
+      fsyncs.spy.mockRejectedValueOnce(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" }));
+    return fsyncs;
   }
 
   afterEach(() => {
@@ -491,9 +505,7 @@ describe("written appends (fsynced later)", () => {
   });
 
   it("writes them to the file at once and fsyncs them with the session's next synced append", async () => {
-    store = createSessionStore({ dir, deferredSyncMs: 60_000 });
-    await store.appendTranscript(KEY, [message("a")]);
-    const fsyncs = await watchFsyncs();
+    const fsyncs = await afterSyncedLine({ deferredSyncMs: 60_000 });
     await store.appendTranscript(KEY, [message("b")], "written");
     expect(await readFile(transcript(), "utf8")).toContain('"m-b"');
     expect(fsyncs.of(transcript())).toBe(0);
@@ -504,9 +516,7 @@ describe("written appends (fsynced later)", () => {
   });
 
   it("fsyncs them after the deferred-sync delay when nothing else does", async () => {
-    store = createSessionStore({ dir, deferredSyncMs: 10 });
-    await store.appendTranscript(KEY, [message("a")]);
-    const fsyncs = await watchFsyncs();
+    const fsyncs = await afterSyncedLine({ deferredSyncMs: 10 });
     await store.appendTranscript(KEY, [message("b")], "written");
     expect(fsyncs.of(transcript())).toBe(0);
     await vi.waitFor(() => expect(fsyncs.of(transcript())).toBe(1));
@@ -531,9 +541,7 @@ describe("written appends (fsynced later)", () => {
   });
 
   it("fsyncs them, and nothing else, on a synced append of no messages, a save or close", async () => {
-    store = createSessionStore({ dir, deferredSyncMs: 60_000 });
-    await store.appendTranscript(KEY, [message("a")]);
-    const fsyncs = await watchFsyncs();
+    const fsyncs = await afterSyncedLine({ deferredSyncMs: 60_000 });
     await store.appendTranscript(KEY, []);
     expect(fsyncs.of(transcript())).toBe(0);
     await store.appendTranscript(KEY, [message("b")], "written");
@@ -578,10 +586,11 @@ describe("written appends (fsynced later)", () => {
 
   it("rejects the next append with the error of a deferred fsync that failed, and appends again after it", async () => {
     const entries: LogEntry[] = [];
-    store = createSessionStore({ dir, deferredSyncMs: 10, logger: createRecordingLogger(entries) });
-    await store.appendTranscript(KEY, [message("a")]);
-    const fsyncs = await watchFsyncs();
-    fsyncs.spy.mockRejectedValueOnce(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" }));
+    const fsyncs = await afterSyncedLine({
+      deferredSyncMs: 10,
+      logger: createRecordingLogger(entries),
+      failNextFsync: true,
+    });
     await store.appendTranscript(KEY, [message("b")], "written");
     await vi.waitFor(() => expect(fsyncs.spy).toHaveBeenCalled());
     await vi.waitFor(() =>
@@ -595,10 +604,7 @@ describe("written appends (fsynced later)", () => {
   });
 
   it("rejects a synced append of no messages after a deferred fsync failed, as a turn's end may be", async () => {
-    store = createSessionStore({ dir, deferredSyncMs: 10 });
-    await store.appendTranscript(KEY, [message("a")]);
-    const fsyncs = await watchFsyncs();
-    fsyncs.spy.mockRejectedValueOnce(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" }));
+    const fsyncs = await afterSyncedLine({ deferredSyncMs: 10, failNextFsync: true });
     await store.appendTranscript(KEY, [message("b")], "written");
     await vi.waitFor(() => expect(fsyncs.spy).toHaveBeenCalled());
     // The deferred fsync holds the session's lock: this waits for it, then hears of its failure.
