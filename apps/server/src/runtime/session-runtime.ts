@@ -112,8 +112,6 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
    * out stays after it, so the next write appends it first.
    */
   let written: readonly Message[] = memory.messages;
-  /** Whether {@link transcribe} wrote lines that no synced write has covered yet. */
-  let unsynced = false;
 
   const agent = options.runtime?.openSession({
     sessionKey: key,
@@ -162,10 +160,7 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
    */
   async function transcribe(): Promise<void> {
     const { current, added } = unwritten();
-    if (added.length > 0) {
-      await session.append(added, "written");
-      unsynced = true;
-    }
+    if (added.length > 0) await session.append(added, "written");
     written = current;
   }
 
@@ -182,15 +177,14 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
       !force && saved !== undefined && saved.turnsSince + 1 < CHECKPOINT_TURNS && onlyAppended(saved, memory);
     // When a write fails neither file changed: `written` stays, so the next turn writes these messages first.
     if (appendOnly) {
-      // Synced, with what the turn wrote before (an append of nothing still fsyncs that).
-      if (added.length > 0 || unsynced) await session.append(added);
+      // Synced, with what the turn wrote before (an append of nothing still fsyncs that; with nothing pending it is a lookup).
+      await session.append(added);
       stats = currentStats();
       checkpoint = { ...saved, turnsSince: saved.turnsSince + 1 };
     } else {
       await session.checkpoint(snapshot(), added);
     }
     written = current;
-    unsynced = false;
   }
 
   async function runTurn(request: TurnRequest, signals: TurnSignals): Promise<TurnResult> {
