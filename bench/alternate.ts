@@ -5,6 +5,8 @@
  *
  * Run: node --import tsx bench/alternate.ts --rounds 4 before=/tmp/wt-base/apps/server/dist/main.js \
  *        after=apps/server/dist/main.js [--args="<bench/server-process.ts options>"]
+ * A build may carry node flags after `::`, e.g. `semi64=apps/server/dist/main.js::--max-semi-space-size=64`
+ * (passed as server-process's `--node-flags`), to compare a V8 or Node setting on the same build.
  * (`--args` default "--idle-seconds 1 --sessions 100 --memory empty"; a worktree for "before":
  * `git worktree add --detach /tmp/wt-base <rev>`, `pnpm install --frozen-lockfile --offline`, `pnpm build:server`)
  */
@@ -23,9 +25,11 @@ const { values, positionals } = parseArgs({
   },
 });
 const builds = positionals.map((spec) => {
-  const [label, main] = spec.split("=");
-  if (label === undefined || main === undefined) throw new Error(`expected <label>=<main.js>, got ${spec}`);
-  return { label, main: resolve(main) };
+  const [label, rest] = spec.split(/=(.*)/s);
+  const [main, nodeFlags] = rest?.split("::") ?? [];
+  if (label === undefined || main === undefined || main === "")
+    throw new Error(`expected <label>=<main.js>[::<node flags>], got ${spec}`);
+  return { label, main: resolve(main), nodeFlags };
 });
 if (builds.length < 2) throw new Error("give at least two <label>=<main.js> builds");
 const extra = values.args.split(" ").filter((arg) => arg !== "");
@@ -34,6 +38,7 @@ const extra = values.args.split(" ").filter((arg) => arg !== "");
 const figures = {
   "seq p50": /300 sequential turns: p50 ([\d.]+) ms/,
   "CPU/turn": /server CPU ([\d.]+) ms a turn/,
+  "100×10 CPU": /CPU in this phase: server (\d+) ms/,
   "100×10 p99": /100 concurrent sessions × 10 turns: .*?p99 ([\d.]+) ms/,
   "first p99": /first turn \(a new session\): .*?p99 ([\d.]+) ms/,
   "later p99": /the later ones: .*?p99 ([\d.]+) ms/,
@@ -48,8 +53,9 @@ const row = (label: string, values: Partial<Record<Figure, number>>, suffix = ""
     .join("  ")}${suffix}`;
 
 for (let round = 1; round <= Number(values.rounds); round += 1) {
-  for (const { label, main } of builds) {
-    const run = spawnSync(process.execPath, ["--import", "tsx", bench, "--main", main, ...extra], {
+  for (const { label, main, nodeFlags } of builds) {
+    const flags = nodeFlags === undefined ? [] : [`--node-flags=${nodeFlags}`];
+    const run = spawnSync(process.execPath, ["--import", "tsx", bench, "--main", main, ...flags, ...extra], {
       encoding: "utf8",
       maxBuffer: 16 * 1024 * 1024,
     });
@@ -57,7 +63,8 @@ for (let round = 1; round <= Number(values.rounds); round += 1) {
     const found: Partial<Record<Figure, number>> = {};
     for (const [name, pattern] of Object.entries(figures) as [Figure, RegExp][]) {
       const match = pattern.exec(run.stdout)?.[1];
-      if (match !== undefined) found[name] = Number(match);
+      // The 100 × 10 phase's CPU is printed for its 1,000 turns: shown a turn, like the sequential figure.
+      if (match !== undefined) found[name] = name === "100×10 CPU" ? Number(match) / 1000 : Number(match);
     }
     results.get(label)?.push(found);
     console.log(row(label, found, `  (round ${round}, load ${loadavg()[0]?.toFixed(2)})`));

@@ -225,13 +225,7 @@ async function main(): Promise<void> {
     }
     const cpuPerTurn = (cpuMs(serverPid) - cpuBefore) / turns.length;
     const systemPerTurn = (cpuMs(serverPid, "system") - systemBefore) / turns.length;
-    const byThread = [...threadCpuMs(serverPid)]
-      .map(([name, ms]) => [name, (ms - (threadsBefore.get(name) ?? 0)) / turns.length] as const)
-      .filter(([, perTurn]) => perTurn > 0)
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, 6)
-      .map(([name, perTurn]) => `${name} ${perTurn.toFixed(2)}`)
-      .join(", ");
+    const byThread = threadCpuPerTurn(serverPid, threadsBefore, turns.length);
     note(
       `1 session, 300 sequential turns: ${format(turns)}; the model alone ${format(alone)}; server CPU ${cpuPerTurn.toFixed(2)} ms a turn, of it system ${systemPerTurn.toFixed(2)} ms (by 50 turns: ${blocks.join(", ")}; by thread: ${byThread}) (monotonic µs ${from}–${process.hrtime.bigint() / 1000n})`,
     );
@@ -268,6 +262,7 @@ async function main(): Promise<void> {
     const phaseStart = performance.now();
     const serverCpuBefore = cpuMs(serverPid);
     const modelCpuBefore = cpuMs(modelPid);
+    const threadsBefore = threadCpuMs(serverPid);
     const timeline: { session: number; index: number; startMs: number; latencyMs: number }[] = [];
     await Promise.all(
       Array.from({ length: 100 }, async (_, session) => {
@@ -287,7 +282,7 @@ async function main(): Promise<void> {
       );
     // The scripted model shares the 2 cores: its CPU (parsing, checking and counting each request) is beside ours.
     note(
-      `100 concurrent sessions × 10 turns: ${format(concurrent)}; CPU in this phase: server ${cpuMs(serverPid) - serverCpuBefore} ms, scripted model ${cpuMs(modelPid) - modelCpuBefore} ms (monotonic µs ${concurrentFrom}–${process.hrtime.bigint() / 1000n})`,
+      `100 concurrent sessions × 10 turns: ${format(concurrent)}; CPU in this phase: server ${cpuMs(serverPid) - serverCpuBefore} ms (a turn by thread: ${threadCpuPerTurn(serverPid, threadsBefore, concurrent.length)}), scripted model ${cpuMs(modelPid) - modelCpuBefore} ms (monotonic µs ${concurrentFrom}–${process.hrtime.bigint() / 1000n})`,
     );
     note(
       `  of them each session's first turn (a new session): ${format(firstTurns)}; the later ones: ${format(laterTurns)}`,
@@ -397,6 +392,17 @@ function cpuMs(pid: number, part: "all" | "system" = "all"): number {
  * CPU time (user + system, ms) of each thread of `pid` (Linux; empty elsewhere), labelled "main" or by name and
  * thread id (libuv's pool, V8's compiler and GC helpers).
  */
+/** The CPU each of `pid`'s threads spent since `before`, per turn: the six busiest, as "name ms, …". */
+function threadCpuPerTurn(pid: number, before: Map<string, number>, turns: number): string {
+  return [...threadCpuMs(pid)]
+    .map(([name, ms]) => [name, (ms - (before.get(name) ?? 0)) / turns] as const)
+    .filter(([, perTurn]) => perTurn > 0)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 6)
+    .map(([name, perTurn]) => `${name} ${perTurn.toFixed(2)}`)
+    .join(", ");
+}
+
 function threadCpuMs(pid: number): Map<string, number> {
   const byName = new Map<string, number>();
   const dir = `/proc/${pid}/task`;

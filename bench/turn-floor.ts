@@ -10,10 +10,15 @@
  *
  * `--llm http` calls the model with a bare keep-alive `node:http` request instead of the `openai` client.
  * `--sessions N` runs N conversations at once, `--turns` each (phase 5 of bench/server-process.ts is
- * `--sessions 100 --turns 10`; each conversation sends its first turn after all have warmed up).
+ * `--sessions 100 --turns 10`; each conversation sends its first turn after all have warmed up). Before them,
+ * N warm-up turns at once leave N keep-alive connections open at both hops, as server-process's phase 4
+ * leaves them for its phase 5. `--cold-connections` skips that: then the first turns wait for their
+ * connections to be accepted, and libuv (1.45 and later, so Node 20 and 24) accepts one connection per turn
+ * of the event loop (libuv/libuv#3696). With the loop busy serving the conversations already connected, the
+ * rest trickle in one every 15–40 ms on this machine, and they are the p99.
  *
  * Run: node --import tsx bench/turn-floor.ts [--http fastify|node] [--llm openai|http] [--turns 300]
- *      [--sessions 1]
+ *      [--sessions 1] [--cold-connections]
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { Agent, createServer } from "node:http";
@@ -34,6 +39,7 @@ const { values } = parseArgs({
     llm: { type: "string", default: "openai" },
     client: { type: "string" },
     sessions: { type: "string", default: "1" },
+    "cold-connections": { type: "boolean", default: false },
   },
 });
 const turns = Number(values.turns);
@@ -58,6 +64,8 @@ async function runClient(port: number): Promise<void> {
     if (status !== 200) throw new Error(`HTTP ${status}`);
   };
   for (let turn = 0; turn < 50; turn += 1) await send("warm-up");
+  if (sessions > 1 && !values["cold-connections"])
+    await Promise.all(Array.from({ length: sessions }, () => send("warm-up")));
   process.stdout.write("start\n");
   const latencies: number[] = [];
   const conversation = async (user: string): Promise<void> => {
@@ -181,6 +189,7 @@ async function main(): Promise<void> {
       String(turns),
       "--sessions",
       String(sessions),
+      ...(values["cold-connections"] ? ["--cold-connections"] : []),
     ],
     {
       stdio: ["ignore", "pipe", "inherit"],
@@ -195,7 +204,9 @@ async function main(): Promise<void> {
   const at = (share: number) =>
     latencies[Math.min(latencies.length - 1, Math.floor(share * latencies.length))]!;
   const shape =
-    sessions === 1 ? `${turns} sequential turns` : `${sessions} sessions at once × ${turns} turns`;
+    sessions === 1
+      ? `${turns} sequential turns`
+      : `${sessions} sessions at once × ${turns} turns, ${values["cold-connections"] ? "new" : "open"} connections`;
   const all = turns * sessions;
   console.log(
     `turn floor (${values.http === "node" ? "node:http" : "fastify"} + ${values.llm === "http" ? "bare node:http call" : "openai client"}, ${shape}): p50 ${at(0.5).toFixed(2)} ms, p99 ${at(0.99).toFixed(2)} ms; this process's CPU ${((cpu.user + cpu.system) / 1000 / all).toFixed(2)} ms a turn, of it system ${(cpu.system / 1000 / all).toFixed(2)} ms`,
