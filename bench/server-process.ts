@@ -388,10 +388,6 @@ function cpuMs(pid: number, part: "all" | "system" = "all"): number {
   return (part === "system" ? system : Number(fields[11]) + system) * 10;
 }
 
-/**
- * CPU time (user + system, ms) of each thread of `pid` (Linux; empty elsewhere), labelled "main" or by name and
- * thread id (libuv's pool, V8's compiler and GC helpers).
- */
 /** The CPU each of `pid`'s threads spent since `before`, per turn: the six busiest, as "name ms, …". */
 function threadCpuPerTurn(pid: number, before: Map<string, number>, turns: number): string {
   return [...threadCpuMs(pid)]
@@ -403,6 +399,10 @@ function threadCpuPerTurn(pid: number, before: Map<string, number>, turns: numbe
     .join(", ");
 }
 
+/**
+ * CPU time (user + system, ms) of each thread of `pid` (Linux; empty elsewhere), labelled "main" or by name and
+ * thread id (libuv's pool, V8's compiler and GC helpers).
+ */
 function threadCpuMs(pid: number): Map<string, number> {
   const byName = new Map<string, number>();
   const dir = `/proc/${pid}/task`;
