@@ -84,9 +84,10 @@ describe("SessionManager", () => {
     await manager.handle({ inbound: inbound("k", "one") });
     // What a turn does before calling the model (the user's message appended); then the process was killed.
     const key = "api:default:api:k";
-    await createSessionStore({ dir }).appendTranscript(key, [
-      createMessage({ role: "user", content: "two", timestamp: now }),
-    ]);
+    // (Closed so its open transcript is not left to the garbage collector; the line is in the file either way.)
+    const killed = createSessionStore({ dir });
+    await killed.appendTranscript(key, [createMessage({ role: "user", content: "two", timestamp: now })]);
+    await killed.close();
     manager.close();
     manager = createManager();
     const reply = await manager.handle({ inbound: inbound("k", "three") });

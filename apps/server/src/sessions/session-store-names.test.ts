@@ -64,6 +64,7 @@ describe("session files for names in any script", () => {
         createMessage({ role: "user", content: `hello from ${key}`, timestamp: 1 }),
       ]);
     }
+    await store.close();
 
     const restarted = createSessionStore({ dir });
     expect((await restarted.list()).map((summary) => summary.key).sort()).toEqual([...keys].sort());

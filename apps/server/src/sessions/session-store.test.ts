@@ -82,6 +82,8 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
+  // The store keeps transcripts open between appends: closed here, not left to the garbage collector.
+  await store.close();
   await rm(join(dir, ".."), { recursive: true, force: true });
 });
 
