@@ -36,13 +36,15 @@ export function buildPrompt(input: BuildPromptInput): Message[] {
   const parts = [systemPrompt, memory.summary === undefined ? "" : formatSummaryBlock(memory.summary)].filter(
     (part) => part.trim() !== "",
   );
+  // `concat` and `slice`, not spreads: spreading the (frozen) history went through its iterator, one result
+  // object per message every step (12 KB a turn at 600 messages, bench/allocation.ts).
   const active = memory.activeMessages();
-  if (parts.length === 0) return [...active];
+  if (parts.length === 0) return active.slice();
   const system = createMessage({
     id: systemPromptMessageId,
     role: "system",
     timestamp: 0,
     content: parts.join("\n\n"),
   });
-  return [system, ...active];
+  return [system].concat(active);
 }
