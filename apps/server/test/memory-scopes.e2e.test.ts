@@ -55,6 +55,15 @@ function systemText(request: RecordedChatRequest | undefined): string {
   return String(request?.messages[0]?.content ?? "");
 }
 
+/**
+ * True when the request's system prompt and tool specs are Latin-1. One character above U+00FF (a "…" in a tool
+ * description) makes V8 keep every request body two bytes a character: each copy of it (joined, flattened,
+ * encoded) twice the size (bench/allocation.ts). The person's own words may be anything.
+ */
+function oneByteText(request: RecordedChatRequest | undefined): boolean {
+  return /^[\u0000-\u00ff]*$/.test(JSON.stringify([request?.messages[0], request?.tools]));
+}
+
 function toolResults(request: RecordedChatRequest | undefined): string[] {
   return (request?.messages ?? []).filter((message) => message.role === "tool").map((m) => String(m.content));
 }
@@ -93,6 +102,7 @@ describe("memory scopes over Discord", () => {
       expect(toolNames(request)).toContain("memory_get");
     }
     expect(systemText(requests[0])).toContain("shared chat");
+    expect(oneByteText(requests[0])).toBe(true);
     const results = toolResults(requests.at(-1));
     expect(results).toHaveLength(2);
     for (const result of results) expect(result).not.toContain("4711-PRIVATE");
@@ -119,6 +129,7 @@ describe("memory scopes over Discord", () => {
     expect(await say(fake, "dm", "remember that I like pizza on Fridays")).toBe("Remembered.");
     const last = llm.chatRequests().at(-1);
     expect(systemText(last)).toContain("4711-PRIVATE");
+    expect(oneByteText(llm.chatRequests()[0])).toBe(true);
     expect(toolNames(last)).toEqual(expect.arrayContaining(["read_file", "append_file", "memory_search"]));
     expect(toolResults(last)[0]).toContain("4711-PRIVATE");
     expect(await readFile(join(home, "workspace", "MEMORY.md"), "utf8")).toBe(

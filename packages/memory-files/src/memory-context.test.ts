@@ -65,9 +65,9 @@ describe("buildMemoryContext", () => {
       budgetTokens: 600,
       tokenCounter: counter,
     });
-    expect(text).toMatch(/… \d+ more lines not shown; read MEMORY\.md with read_file\./);
-    expect(text).toMatch(/… \d+ earlier lines not shown; read memory\/2024-05-01\.md with read_file\./);
-    expect(text).toMatch(/… \d+ earlier lines not shown; read memory\/2024-04-30\.md with read_file\./);
+    expect(text).toMatch(/\.\.\. \d+ more lines not shown; read MEMORY\.md with read_file\./);
+    expect(text).toMatch(/\.\.\. \d+ earlier lines not shown; read memory\/2024-05-01\.md with read_file\./);
+    expect(text).toMatch(/\.\.\. \d+ earlier lines not shown; read memory\/2024-04-30\.md with read_file\./);
     // MEMORY.md keeps its beginning; daily logs keep their latest entries.
     expect(text).toContain("- long-term entry number 1 ");
     expect(text).toContain("- today entry number 200 ");

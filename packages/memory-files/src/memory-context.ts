@@ -19,7 +19,7 @@ Looking things up:
 - Do not guess about the past. If the memory does not say, tell the person you do not know.
 
 Writing to MEMORY.md:
-- When the person asks you to remember something ("remember that…", "note that…", "from now on…"), or states a lasting preference or decision, record it in MEMORY.md right away with the file tools, then confirm briefly.
+- When the person asks you to remember something ("remember that...", "note that...", "from now on..."), or states a lasting preference or decision, record it in MEMORY.md right away with the file tools, then confirm briefly.
 - Read the file first. Put one fact per bullet under the heading it belongs to; add a short heading when none fits.
 - Never add a fact that is already there. When a fact changed, edit its bullet instead of adding a contradicting one; add the date when it helps ("since 2024-05-01").
 - Keep exact identifiers verbatim: paths, URLs, ids, numbers, names.
@@ -44,7 +44,7 @@ Looking things up:
 - Before you answer anything that depends on earlier conversations in this chat, search with memory_search and open the useful hits with memory_get. They cover this chat's log only.
 - Do not guess about the past. If this chat's log does not say, tell the people you do not know.
 
-When someone asks you to remember something here ("remember that…"): say that it will be kept in this chat's own log when the conversation is summarized, and that you cannot store it in the owner's private memory from a shared chat. Never store passwords, API keys or other secrets.`;
+When someone asks you to remember something here ("remember that..."): say that it will be kept in this chat's own log when the conversation is summarized, and that you cannot store it in the owner's private memory from a shared chat. Never store passwords, API keys or other secrets.`;
 }
 
 /** The memory section of a session's system prompt for its scope: {@link MEMORY_GUIDE} or {@link sharedMemoryGuide}. */
@@ -207,7 +207,7 @@ export async function buildMemoryContext(options: MemoryContextOptions): Promise
     const note =
       omitted === 0
         ? undefined
-        : `… ${omitted} ${section.keep === "head" ? "more" : "earlier"} ${omitted === 1 ? "line" : "lines"} not shown; read ${section.path} with ${scope.kind === "owner" ? "read_file" : "memory_get"}.`;
+        : `... ${omitted} ${section.keep === "head" ? "more" : "earlier"} ${omitted === 1 ? "line" : "lines"} not shown; read ${section.path} with ${scope.kind === "owner" ? "read_file" : "memory_get"}.`;
     if (section.keep === "tail" && note !== undefined) parts.push(note);
     parts.push(...kept);
     if (section.keep === "head" && note !== undefined) parts.push(note);

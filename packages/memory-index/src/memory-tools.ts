@@ -90,8 +90,8 @@ function buildMemoryGetParameters(shared: string | undefined, maxLines: number, 
       .min(1)
       .describe(
         shared === undefined
-          ? "MEMORY.md or memory/…, relative to the workspace."
-          : `${shared}…, relative to the workspace.`,
+          ? "MEMORY.md or memory/..., relative to the workspace."
+          : `${shared}..., relative to the workspace.`,
       ),
     fromLine: z.number().int().min(1).optional().describe("First line to read, 1-based (default 1)."),
     lines: z
