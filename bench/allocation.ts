@@ -7,7 +7,8 @@
  * SDK on the client side). V8's sampling heap profiler, counting objects that were collected too, records the
  * sequential phase and then the phase of 100 sessions at once; frames of the test kit are the model's, the
  * rest is the server's (and `node:http`'s share of the client, a few KB a turn). Printed: KB a turn by part and
- * the server's largest allocation sites. Not part of the test run.
+ * the server's largest allocation sites. The profiler slows some builtins down (array spreads, for one), so
+ * time a site without it (as bench/array-copies.ts does) before changing it. Not part of the test run.
  *
  * Run: node --import tsx bench/allocation.ts [--turns 300] [--top 15]
  */

@@ -95,16 +95,16 @@ export class WorkingMemory {
   append(...messages: readonly Message[]): void {
     if (messages.length === 0) return;
     const before = this.#messages;
-    // `concat`, not spreads: spreading the frozen history went through its iterator, one result object per
-    // message for every append (23 KB a turn at 600 messages, bench/allocation.ts).
-    this.#messages = Object.freeze(before.concat(messages));
+    // Spreads, not `concat` or `slice`: over a frozen array of 600 messages, `[...before, ...added]` took 0.86 µs,
+    // `concat` 3.4 µs and `slice` 20 µs (Node 20, bench/array-copies.ts).
+    this.#messages = Object.freeze([...before, ...messages]);
     // The active list grows by the appended messages that go into the prompt (no filtering of the history).
     if (this.#active?.of === before) {
       const added = messages.filter((message) => !hasMark(message, "compacted"));
       const { active } = this.#active;
       this.#active = {
         of: this.#messages,
-        active: added.length === 0 ? active : Object.freeze(active.concat(added)),
+        active: added.length === 0 ? active : Object.freeze([...active, ...added]),
       };
     }
   }
@@ -112,7 +112,7 @@ export class WorkingMemory {
   /** Replaces every message (compaction marks messages this way). */
   replaceMessages(messages: readonly Message[]): void {
     if (messages === this.#messages) return; // already ours, frozen: nothing to copy
-    this.#messages = Object.freeze(messages.slice());
+    this.#messages = Object.freeze([...messages]);
     this.#pairedPrefix = 0;
   }
 
