@@ -61,7 +61,7 @@ function systemText(request: RecordedChatRequest | undefined): string {
  * encoded) twice the size (bench/allocation.ts). The person's own words may be anything.
  */
 function oneByteText(request: RecordedChatRequest | undefined): boolean {
-  return /^[\u0000-\u00ff]*$/.test(JSON.stringify([request?.messages[0], request?.tools]));
+  return !/[\u0100-\uffff]/.test(JSON.stringify([request?.messages[0], request?.tools]));
 }
 
 function toolResults(request: RecordedChatRequest | undefined): string[] {
