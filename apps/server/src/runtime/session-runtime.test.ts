@@ -77,8 +77,20 @@ const diskFillingModel: ChatModel = {
   },
 };
 
+/** A model that answers only when the call is aborted: it rejects with the abort's reason, as a client does. */
+const hangingModel: ChatModel = {
+  ...countingModel,
+  complete: (request) =>
+    new Promise((_resolve, reject) => {
+      const { signal } = request;
+      if (signal === undefined) throw new Error("the hanging model needs a signal");
+      if (signal.aborted) reject(signal.reason);
+      else signal.addEventListener("abort", () => reject(signal.reason), { once: true });
+    }),
+};
+
 function openRuntime(
-  options: { withModel?: boolean; memory?: WorkingMemory; model?: ChatModel } = {},
+  options: { withModel?: boolean; memory?: WorkingMemory; model?: ChatModel; turnTimeoutMs?: number } = {},
 ): SessionRuntime {
   return createSessionRuntime({
     session: openSession(store, KEY),
@@ -93,7 +105,7 @@ function openRuntime(
       options.withModel === false ? undefined : createTestRuntime(options.model ?? countingModel, tmpdir()),
     tokenCounter: createTokenCounter(),
     contextWindow: 10_000,
-    turnTimeoutMs: 10_000,
+    turnTimeoutMs: options.turnTimeoutMs ?? 10_000,
     clock: () => 2_000,
     logger: silentLogger,
   });
@@ -154,6 +166,33 @@ describe("a session's runtime over the in-memory store", () => {
     diskFull = false;
     await runtime.runTurn({ inbound: inbound("two") }, signals);
     expect(await transcriptTexts()).toEqual(["zero", "seen 1", "one", "seen 2", "two", "seen 3"]);
+  });
+
+  it("cancels a turn that outlasts the turn timeout with turn.timeout, keeping the user's message", async () => {
+    const runtime = openRuntime({ model: hangingModel, turnTimeoutMs: 30 });
+    await expect(runtime.runTurn({ inbound: inbound("one") }, signals)).rejects.toMatchObject({
+      code: "turn.timeout",
+    });
+    expect(await transcriptTexts()).toEqual(["one"]);
+  });
+
+  it("ends a turn whose stop signal fires as stopped, and cancels one whose lane is aborted, with the lane's reason", async () => {
+    const stop = new AbortController();
+    const stopping = openRuntime({ model: hangingModel }).runTurn(
+      { inbound: inbound("one") },
+      { lane: new AbortController().signal, stop: stop.signal },
+    );
+    setTimeout(() => stop.abort(new Error("stopped on request")), 10);
+    expect(await stopping).toMatchObject({ stopped: true });
+
+    const lane = new AbortController();
+    const shutdown = new Error("the server is shutting down");
+    const draining = openRuntime({ model: hangingModel }).runTurn(
+      { inbound: inbound("two") },
+      { lane: lane.signal, stop: new AbortController().signal },
+    );
+    setTimeout(() => lane.abort(shutdown), 10);
+    await expect(draining).rejects.toMatchObject({ code: "agent.aborted", cause: shutdown });
   });
 
   it("writes the user's message before the model call without an fsync, and ends each turn with a synced write", async () => {
