@@ -47,6 +47,7 @@ export {
   type ProviderErrorOptions,
   UserError,
 } from "./errors.js";
+export { type LinkedSignal, linkAbortSignals } from "./linked-signal.js";
 export { type Logger, silentLogger } from "./logger.js";
 export * from "./message.js";
 export { contentBlockSchema, messageSchema } from "./message-schema.js";

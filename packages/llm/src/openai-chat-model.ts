@@ -1,12 +1,12 @@
-import type {
-  AlmanacError,
-  ChatModel,
-  ChatRequest,
-  ChatResponse,
-  ChatStreamEvent,
-  Usage,
+import {
+  type AlmanacError,
+  type ChatModel,
+  type ChatRequest,
+  type ChatResponse,
+  type ChatStreamEvent,
+  linkAbortSignals,
+  type Usage,
 } from "@almanac/core";
-import { createAttemptSignal } from "./attempt-signal.js";
 import { classifyError, type ErrorContext } from "./classify-error.js";
 import { jsonContentType, type OutputCapParameter, toChatCompletionJson } from "./convert-request.js";
 import { parseChatCompletion } from "./convert-response.js";
@@ -143,7 +143,7 @@ export function createOpenAIChatModel(config: OpenAIChatModelConfig): OpenAIChat
       const timeoutMs = timeoutOf(request);
       const body = toChatCompletionJson(request, bodyOptions);
       const attemptOnce = async (attempt: number): Promise<ChatResponse> => {
-        const attemptSignal = createAttemptSignal(request.signal, timeoutMs);
+        const attemptSignal = linkAbortSignals([request.signal], timeoutMs);
         try {
           // The SDK's generic request with the body already JSON (see toChatCompletionJson): the same request
           // `chat.completions.create` makes, without serialising the whole history again.

@@ -1,5 +1,4 @@
-import type { AlmanacError, Embedder, EmbedOptions } from "@almanac/core";
-import { createAttemptSignal } from "./attempt-signal.js";
+import { type AlmanacError, type Embedder, type EmbedOptions, linkAbortSignals } from "@almanac/core";
 import { classifyError, type ErrorContext } from "./classify-error.js";
 import { parseEmbeddingResponse } from "./parse-embedding-response.js";
 import { type EndpointConfig, integerAtLeast, resolveEndpoint } from "./resolve-endpoint.js";
@@ -45,7 +44,7 @@ export function createOpenAIEmbedder(config: OpenAIEmbedderConfig): Embedder {
   async function embedBatch(texts: readonly string[], signal: AbortSignal | undefined): Promise<number[][]> {
     const { value } = await withRetry(
       async () => {
-        const attemptSignal = createAttemptSignal(signal, endpoint.timeoutMs);
+        const attemptSignal = linkAbortSignals([signal], endpoint.timeoutMs);
         try {
           const raw: unknown = await (await endpoint.client()).embeddings.create(
             {

@@ -1,7 +1,12 @@
-import type { AlmanacError, ChatRequest, ChatResponse, ChatStreamEvent } from "@almanac/core";
+import {
+  type AlmanacError,
+  type ChatRequest,
+  type ChatResponse,
+  type ChatStreamEvent,
+  linkAbortSignals,
+} from "@almanac/core";
 import type { Stream } from "openai/core/streaming";
 import type { ChatCompletionChunk } from "openai/resources/chat/completions";
-import { createAttemptSignal } from "./attempt-signal.js";
 import { classifyError, type ErrorContext } from "./classify-error.js";
 import { jsonContentType } from "./convert-request.js";
 import { ModelError } from "./model-error.js";
@@ -40,7 +45,7 @@ export async function* streamChat(
   for (let attempt = 1; ; attempt += 1) {
     let yieldedDelta = false;
     let failure: AlmanacError;
-    const attemptSignal = createAttemptSignal(request.signal, timeoutMs);
+    const attemptSignal = linkAbortSignals([request.signal], timeoutMs);
     try {
       const stream = await (await endpoint.client()).post<Stream<ChatCompletionChunk>>("/chat/completions", {
         body,

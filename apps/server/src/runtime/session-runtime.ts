@@ -4,6 +4,7 @@ import {
   createMessage,
   InternalError,
   type Logger,
+  linkAbortSignals,
   type Message,
   ProviderError,
   repairToolPairs,
@@ -208,16 +209,14 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
     await transcribe();
 
     let completed = false;
-    const timeout = AbortSignal.timeout(options.turnTimeoutMs);
-    const all = [signals.lane, timeout, signals.stop];
-    if (request.signal) all.push(request.signal);
+    const turnSignal = linkAbortSignals([signals.lane, signals.stop, request.signal], options.turnTimeoutMs);
     try {
       const result = await agent.runTurn({
         memory,
         // Before every reasoning step (and so before compaction may shorten anything), new messages go to
         // the transcript as they were said.
         transcribe,
-        signal: AbortSignal.any(all),
+        signal: turnSignal.signal,
         stopSignal: signals.stop,
         ...(request.stream ? { stream: true } : {}),
         ...(request.onTextDelta ? { onTextDelta: request.onTextDelta } : {}),
@@ -237,7 +236,7 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
         ...(result.stopped === true ? { stopped: true } : {}),
       };
     } catch (error) {
-      if (timeout.aborted) {
+      if (turnSignal.timedOut()) {
         throw new ProviderError(
           "turn.timeout",
           `The turn took longer than ${options.turnTimeoutMs} ms (ALMANAC_TURN_TIMEOUT_MS) and was cancelled.`,
@@ -246,6 +245,7 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
       }
       throw error;
     } finally {
+      turnSignal.dispose();
       // Whatever happened (answer, model error, abort), what the turn added is kept. A turn that failed is
       // checkpointed, so a transcript ending in a user message on load means a crash, not an error.
       await persist(!completed);
