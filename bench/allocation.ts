@@ -12,21 +12,15 @@
  *
  * Run: node --import tsx bench/allocation.ts [--turns 300] [--top 15]
  */
-import { mkdtemp, rm } from "node:fs/promises";
 import { Agent } from "node:http";
 import { Session } from "node:inspector/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { Writable } from "node:stream";
 import { parseArgs } from "node:util";
-import { script, startScriptedLlm } from "@almanac/testkit";
-import { startServer } from "../apps/server/src/server.js";
 import { httpCall } from "./http-call.js";
+import { BENCH_TOKEN, startInProcessServer } from "./in-process-server.js";
 
 const { values } = parseArgs({
   options: { turns: { type: "string", default: "300" }, top: { type: "string", default: "15" } },
 });
-const TOKEN = "bench-admin-token-0123456789";
 
 interface ProfileNode {
   readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
@@ -34,32 +28,14 @@ interface ProfileNode {
   readonly children?: readonly ProfileNode[];
 }
 
-const llm = await startScriptedLlm({});
-llm.setFallback(() => script.text("ok"));
-const home = await mkdtemp(join(tmpdir(), "almanac-bench-alloc-"));
-const server = await startServer({
-  env: {
-    ALMANAC_HOME: home,
-    ALMANAC_PORT: "0",
-    ALMANAC_ADMIN_TOKEN: TOKEN,
-    ALMANAC_LOG_LEVEL: "info",
-    ALMANAC_MODEL_BASE_URL: llm.baseURL,
-    ALMANAC_MODEL_NAME: "scripted-model",
-    ALMANAC_MODEL_MAX_RETRIES: "0",
-    ALMANAC_MAX_CONCURRENT_TURNS: "100",
-    ALMANAC_SESSION_IDLE_UNLOAD_MS: "3600000",
-  },
-  cwd: home,
-  logDestination: new Writable({ write: (_chunk, _encoding, callback) => callback() }),
-  announce: () => {},
-});
+const server = await startInProcessServer("info");
 const agent = new Agent({ keepAlive: true });
 const turn = async (user: string, content: string): Promise<void> => {
   const { status } = await httpCall(
     agent,
     "POST",
     `${server.url}/v1/chat/completions`,
-    { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+    { "content-type": "application/json", authorization: `Bearer ${BENCH_TOKEN}` },
     JSON.stringify({ model: "almanac", user, messages: [{ role: "user", content }] }),
   );
   if (status !== 200) throw new Error(`HTTP ${status}`);
@@ -117,5 +93,3 @@ console.log(`node ${process.version}`);
 inspector.disconnect();
 agent.destroy();
 await server.close();
-await llm.close();
-await rm(home, { recursive: true, force: true });

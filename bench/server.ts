@@ -5,41 +5,17 @@
  * `-- --quick` runs only the sequential single-session part (for profiling with `--cpu-prof` or counting
  * fsyncs with `strace -f -c -e trace=fsync,fdatasync`).
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { Writable } from "node:stream";
-import { script, startScriptedLlm } from "@almanac/testkit";
 import OpenAI from "openai";
-import { startServer } from "../apps/server/src/server.js";
+import { BENCH_TOKEN, startInProcessServer } from "./in-process-server.js";
 import { percentile } from "./sample-stats.js";
-
-const TOKEN = "bench-admin-token-0123456789";
 
 const format = (values: number[]) =>
   `p50 ${percentile(values, 50).toFixed(2)} ms  p99 ${percentile(values, 99).toFixed(2)} ms  (n=${values.length})`;
 
-const llm = await startScriptedLlm({});
-llm.setFallback(() => script.text("ok"));
-const home = await mkdtemp(join(tmpdir(), "almanac-bench-"));
-const server = await startServer({
-  env: {
-    ALMANAC_HOME: home,
-    ALMANAC_PORT: "0",
-    ALMANAC_ADMIN_TOKEN: TOKEN,
-    ALMANAC_LOG_LEVEL: "warn",
-    ALMANAC_MODEL_BASE_URL: llm.baseURL,
-    ALMANAC_MODEL_NAME: "scripted-model",
-    ALMANAC_MODEL_MAX_RETRIES: "0",
-    ALMANAC_MAX_CONCURRENT_TURNS: "100",
-    ALMANAC_SESSION_IDLE_UNLOAD_MS: "3600000",
-  },
-  cwd: home,
-  logDestination: new Writable({ write: (_chunk, _encoding, callback) => callback() }),
-  announce: () => {},
-});
-const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: TOKEN, maxRetries: 0 });
+const server = await startInProcessServer("warn");
+const { llm } = server;
+const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: BENCH_TOKEN, maxRetries: 0 });
 const modelClient = new OpenAI({ baseURL: llm.baseURL, apiKey: "x", maxRetries: 0 });
 
 async function timed(run: () => Promise<unknown>): Promise<number> {
@@ -118,5 +94,3 @@ console.log(
 );
 console.log(`node ${process.version}`);
 await server.close();
-await llm.close();
-await rm(home, { recursive: true, force: true });
