@@ -34,14 +34,19 @@ const builds = positionals.map((spec) => {
 if (builds.length < 2) throw new Error("give at least two <label>=<main.js> builds");
 const extra = values.args.split(" ").filter((arg) => arg !== "");
 
-/** The figures read from server-process's output, by the line they are on. */
+/**
+ * The figures read from server-process's output, by the line they are on: the 100 × 10 figures without
+ * "warm" are its first round's.
+ */
 const figures = {
   "seq p50": /300 sequential turns: p50 ([\d.]+) ms/,
   "CPU/turn": /server CPU ([\d.]+) ms a turn/,
   "100×10 CPU": /CPU in this phase: server (\d+) ms/,
-  "100×10 p99": /100 concurrent sessions × 10 turns: .*?p99 ([\d.]+) ms/,
+  "100×10 p99": /100 concurrent sessions × 10 turns, round 1: .*?p99 ([\d.]+) ms/,
   "first p99": /first turn \(a new session\): .*?p99 ([\d.]+) ms/,
   "later p99": /the later ones: .*?p99 ([\d.]+) ms/,
+  "warm p99": /100 × 10 after the first round .*?p99 ([\d.]+) ms/,
+  "warm CPU": /100 × 10 after the first round .*?server CPU ([\d.]+) ms a turn/,
 } as const;
 type Figure = keyof typeof figures;
 

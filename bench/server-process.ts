@@ -4,11 +4,15 @@
  * instantly) in a third process, and this process as the client over HTTP:
  *  1. resident memory (RSS, /proc) after start + `--idle-seconds` idle (default 30), and after one turn;
  *  2. `GET /api/memory/search` latency over HTTP (keep-alive, sequential), p50/p95;
- *  3. one session, 300 sequential turns: latency beside the model's own, and the server's CPU per turn;
+ *  3. one session, 300 sequential turns: latency beside the model's own, and the server's CPU per turn; then
+ *     100 new sessions one after another, one turn each (a session's first turn: loading, files created);
  *  4. RSS with `--sessions` (default 1,000) loaded idle sessions (one turn each, 100 at a time), 2 s after and
  *     after `--idle-seconds` more;
- *  5. 100 concurrent sessions × 10 turns through `/v1/chat/completions`: latency p50/p99.
- * `--dump-concurrent <file>` writes phase 5's turns (session, turn, start and latency in ms) as JSON lines.
+ *  5. 100 concurrent sessions × 10 turns through `/v1/chat/completions`: latency p50/p99, in
+ *     `--concurrent-rounds` rounds (default 3) of 100 new sessions each. The first round runs while V8 is still
+ *     optimizing the turn path (its concurrent compiles cost the server more CPU than the turns themselves, on
+ *     2 cores shared with the model and the client); the later rounds show the server as it runs for months.
+ * `--dump-concurrent <file>` writes phase 5's turns (round, session, turn, start and latency in ms) as JSON lines.
  * `--max-concurrent-turns <n>` sets ALMANAC_MAX_CONCURRENT_TURNS (default 100 here, so phase 5's turns all run at
  * once; the server's own default is 8).
  * `--quick` stops after 2 (for comparing start-up memory); `--memory empty` starts with no memory files;
@@ -49,6 +53,7 @@ const { values } = parseArgs({
     "serve-model": { type: "boolean", default: false },
     "dump-concurrent": { type: "string" },
     "max-concurrent-turns": { type: "string", default: "100" },
+    "concurrent-rounds": { type: "string", default: "3" },
   },
 });
 
@@ -174,6 +179,7 @@ async function main(): Promise<void> {
   note(`RSS after the searches: ${memory(serverPid)}`);
 
   if (!values.quick) await sequentialTurns();
+  if (!values.quick) await newSessionTurns();
   if (!values.quick) await loadSessions();
   note(
     `node ${process.version}, load average ${loadavg()
@@ -231,6 +237,22 @@ async function main(): Promise<void> {
     );
   }
 
+  /**
+   * 100 new sessions, one after another, each with one turn: what a session's first turn costs the server on
+   * top of a loaded session's (phase 3), without the contention of phase 5's first round.
+   */
+  async function newSessionTurns(): Promise<void> {
+    for (let index = 0; index < 10; index += 1) await turn(`new-warm-${index}`, "hello");
+    const cpuBefore = cpuMs(serverPid);
+    const threadsBefore = threadCpuMs(serverPid);
+    const from = process.hrtime.bigint() / 1000n;
+    const turns: number[] = [];
+    for (let index = 0; index < 100; index += 1) turns.push(await turn(`new-${index}`, "hello"));
+    note(
+      `100 new sessions, one turn each, one after another: ${format(turns)}; server CPU ${((cpuMs(serverPid) - cpuBefore) / turns.length).toFixed(2)} ms a turn (by thread: ${threadCpuPerTurn(serverPid, threadsBefore, turns.length)}) (monotonic µs ${from}–${process.hrtime.bigint() / 1000n})`,
+    );
+  }
+
   async function loadSessions(): Promise<void> {
     const rssBefore = rss(serverPid);
     for (let batch = 0; batch < idleSessions; batch += 100) {
@@ -253,40 +275,56 @@ async function main(): Promise<void> {
       `  the same after ${idleSeconds} s more idle: ${memory(serverPid)} (+${((rss(serverPid) - rssBefore) / idleSessions).toFixed(1)} KiB a session); server CPU in those ${idleSeconds} s: ${cpuMs(serverPid) - idleCpuBefore} ms`,
     );
 
-    const concurrent: number[] = [];
-    const firstTurns: number[] = [];
-    const laterTurns: number[] = [];
-    // The monotonic clock (µs) is the one a `--cpu-prof` of the server stamps its samples with:
-    // `npx tsx bench/cpu-profile.ts <file> --from <µs> --to <µs>` reads only this phase.
-    const concurrentFrom = process.hrtime.bigint() / 1000n;
-    const phaseStart = performance.now();
-    const serverCpuBefore = cpuMs(serverPid);
-    const modelCpuBefore = cpuMs(modelPid);
-    const threadsBefore = threadCpuMs(serverPid);
-    const timeline: { session: number; index: number; startMs: number; latencyMs: number }[] = [];
-    await Promise.all(
-      Array.from({ length: 100 }, async (_, session) => {
-        for (let index = 0; index < 10; index += 1) {
-          const started = performance.now();
-          const latency = await turn(`c${session}`, `message ${index}`);
-          timeline.push({ session, index, startMs: started - phaseStart, latencyMs: latency });
-          concurrent.push(latency);
-          (index === 0 ? firstTurns : laterTurns).push(latency);
-        }
-      }),
-    );
+    const rounds = Number(values["concurrent-rounds"]);
+    const timeline: { round: number; session: number; index: number; startMs: number; latencyMs: number }[] =
+      [];
+    const warm: number[] = [];
+    let warmCpu = 0;
+    for (let round = 1; round <= rounds; round += 1) {
+      const concurrent: number[] = [];
+      const firstTurns: number[] = [];
+      const laterTurns: number[] = [];
+      // The monotonic clock (µs) is the one a `--cpu-prof` of the server stamps its samples with:
+      // `npx tsx bench/cpu-profile.ts <file> --from <µs> --to <µs>` reads only this round.
+      const concurrentFrom = process.hrtime.bigint() / 1000n;
+      const phaseStart = performance.now();
+      const serverCpuBefore = cpuMs(serverPid);
+      const modelCpuBefore = cpuMs(modelPid);
+      const threadsBefore = threadCpuMs(serverPid);
+      await Promise.all(
+        Array.from({ length: 100 }, async (_, session) => {
+          for (let index = 0; index < 10; index += 1) {
+            const started = performance.now();
+            const latency = await turn(`c${round}-${session}`, `message ${index}`);
+            timeline.push({ round, session, index, startMs: started - phaseStart, latencyMs: latency });
+            concurrent.push(latency);
+            (index === 0 ? firstTurns : laterTurns).push(latency);
+          }
+        }),
+      );
+      const serverCpu = cpuMs(serverPid) - serverCpuBefore;
+      if (round > 1) {
+        warm.push(...concurrent);
+        warmCpu += serverCpu;
+      }
+      // The scripted model shares the 2 cores: its CPU (parsing, checking and counting each request) is beside
+      // ours.
+      note(
+        `100 concurrent sessions × 10 turns, round ${round}: ${format(concurrent)}; CPU in this phase: server ${serverCpu} ms (a turn by thread: ${threadCpuPerTurn(serverPid, threadsBefore, concurrent.length)}), scripted model ${cpuMs(modelPid) - modelCpuBefore} ms (monotonic µs ${concurrentFrom}–${process.hrtime.bigint() / 1000n})`,
+      );
+      note(
+        `  of them each session's first turn (a new session): ${format(firstTurns)}; the later ones: ${format(laterTurns)}`,
+      );
+    }
+    if (warm.length > 0)
+      note(
+        `100 × 10 after the first round (rounds 2–${rounds}, V8 done optimizing the turn path): ${format(warm)}; server CPU ${(warmCpu / warm.length).toFixed(2)} ms a turn`,
+      );
     if (values["dump-concurrent"] !== undefined)
       writeFileSync(
         values["dump-concurrent"],
         `${timeline.map((entry) => JSON.stringify(entry)).join("\n")}\n`,
       );
-    // The scripted model shares the 2 cores: its CPU (parsing, checking and counting each request) is beside ours.
-    note(
-      `100 concurrent sessions × 10 turns: ${format(concurrent)}; CPU in this phase: server ${cpuMs(serverPid) - serverCpuBefore} ms (a turn by thread: ${threadCpuPerTurn(serverPid, threadsBefore, concurrent.length)}), scripted model ${cpuMs(modelPid) - modelCpuBefore} ms (monotonic µs ${concurrentFrom}–${process.hrtime.bigint() / 1000n})`,
-    );
-    note(
-      `  of them each session's first turn (a new session): ${format(firstTurns)}; the later ones: ${format(laterTurns)}`,
-    );
     note(`RSS at the end: ${memory(serverPid)}; server CPU ${cpuMs(serverPid)} ms`);
   }
 }
