@@ -25,7 +25,7 @@
  *   `--node-flags "<flags>"` are given to the server's node (e.g. "--max-semi-space-size=1")
  *   bin    `node apps/server/bin/almanac.js`;  source  the TypeScript through tsx
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { Agent } from "node:http";
@@ -34,9 +34,9 @@ import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { script, startScriptedLlm } from "@almanac/testkit";
 import { killOnExit } from "./child-cleanup.js";
 import { httpCall } from "./http-call.js";
+import { startModelProcess } from "./model-process.js";
 import { percentile } from "./sample-stats.js";
 import { writeYearCorpus, yearQueries } from "./year-corpus.js";
 
@@ -50,7 +50,6 @@ const { values } = parseArgs({
     memory: { type: "string", default: "year" },
     quick: { type: "boolean", default: false },
     restart: { type: "boolean", default: false },
-    "serve-model": { type: "boolean", default: false },
     "dump-concurrent": { type: "string" },
     "max-concurrent-turns": { type: "string", default: "100" },
     "concurrent-rounds": { type: "string", default: "3" },
@@ -63,16 +62,7 @@ const { values } = parseArgs({
  */
 const clientAgent = new Agent({ keepAlive: true });
 
-// The scripted model's own process: prints its URL, serves until stdin closes.
-if (values["serve-model"]) {
-  const llm = await startScriptedLlm({});
-  llm.setFallback(() => script.text("ok"));
-  process.stdout.write(`${JSON.stringify({ baseURL: llm.baseURL })}\n`);
-  process.stdin.resume();
-  process.stdin.on("end", () => void llm.close().then(() => process.exit(0)));
-} else {
-  await main();
-}
+await main();
 
 async function main(): Promise<void> {
   const root = fileURLToPath(new URL("..", import.meta.url));
@@ -89,26 +79,8 @@ async function main(): Promise<void> {
   const idleSessions = Number(values.sessions);
   const token = "bench-admin-token-0123456789";
 
-  const model = spawn(
-    process.execPath,
-    [...process.execArgv, fileURLToPath(import.meta.url), "--serve-model"],
-    {
-      stdio: ["pipe", "pipe", "inherit"],
-    },
-  );
-  const modelPid = model.pid ?? Number.NaN;
-  killOnExit(model);
-  const modelURL = await firstLine(model).then((line) => {
-    const parsed: unknown = JSON.parse(line);
-    if (
-      typeof parsed !== "object" ||
-      parsed === null ||
-      !("baseURL" in parsed) ||
-      typeof parsed.baseURL !== "string"
-    )
-      throw new Error(`unexpected model line: ${line}`);
-    return parsed.baseURL;
-  });
+  const model = await startModelProcess();
+  const { pid: modelPid, baseURL: modelURL } = model;
 
   const home = await mkdtemp(join(tmpdir(), "almanac-process-bench-"));
   if (values.memory === "year") await writeYearCorpus(join(home, "workspace"));
@@ -189,8 +161,7 @@ async function main(): Promise<void> {
 
   await server.stop();
   clientAgent.destroy();
-  model.stdin?.end();
-  await new Promise<void>((resolve) => model.on("exit", () => resolve()));
+  await model.close();
   await rm(home, { recursive: true, force: true });
   console.log(report.join("\n"));
 
@@ -384,19 +355,6 @@ async function startAlmanac(
     }
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
-}
-
-/** The first line a child prints on stdout. */
-function firstLine(child: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let buffered = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      buffered += chunk.toString();
-      const end = buffered.indexOf("\n");
-      if (end !== -1) resolve(buffered.slice(0, end));
-    });
-    child.on("exit", (code) => reject(new Error(`model process exited ${code}`)));
-  });
 }
 
 /** A field of /proc/<pid>/status in KiB (Linux), NaN elsewhere. */

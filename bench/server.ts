@@ -1,22 +1,48 @@
 /**
  * Server overhead per turn with a scripted model that answers instantly, at 1 and at 100 concurrent
  * sessions, and resident memory per loaded idle session.
- * Run: node --expose-gc --import tsx bench/server.ts   (not part of the test run)
- * `-- --quick` runs only the sequential single-session part (for profiling with `--cpu-prof` or counting
+ * Run: node --expose-gc --import tsx bench/server.ts [--quick] [--warm-up 50] [--model-process]
+ * (not part of the test run). `--model-process` runs the scripted model in its own process
+ * (bench/model-process.ts), so its garbage does not pace the scavenges the server's turns wait for.
+ * `--quick` runs only the sequential single-session part (for profiling with `--cpu-prof` or counting
  * fsyncs with `strace -f -c -e trace=fsync,fdatasync`).
  */
 import { performance } from "node:perf_hooks";
+import { parseArgs } from "node:util";
 import OpenAI from "openai";
 import { BENCH_TOKEN, startInProcessServer } from "./in-process-server.js";
+import { startModelProcess } from "./model-process.js";
 import { percentile } from "./sample-stats.js";
 
 const format = (values: number[]) =>
   `p50 ${percentile(values, 50).toFixed(2)} ms  p99 ${percentile(values, 99).toFixed(2)} ms  (n=${values.length})`;
 
-const server = await startInProcessServer("warn");
+const { values } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    "warm-up": { type: "string", default: "50" },
+    "model-process": { type: "boolean", default: false },
+  },
+});
+
+const modelProcess = values["model-process"] ? await startModelProcess() : undefined;
+const server = await startInProcessServer("warn", modelProcess?.baseURL);
 const { llm } = server;
+const modelBaseURL = llm?.baseURL ?? modelProcess?.baseURL;
 const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: BENCH_TOKEN, maxRetries: 0 });
-const modelClient = new OpenAI({ baseURL: llm.baseURL, apiKey: "x", maxRetries: 0 });
+const modelClient = new OpenAI({ baseURL: modelBaseURL, apiKey: "x", maxRetries: 0 });
+/** The bodies of the chat requests the model got since the last call. */
+let requestsSeen = 0;
+async function modelRequestBodies(): Promise<unknown[]> {
+  if (modelProcess !== undefined) return modelProcess.chatBodies();
+  const requests = llm?.requests ?? [];
+  const bodies = requests
+    .slice(requestsSeen)
+    .filter((request) => request.path === "/v1/chat/completions")
+    .map((request) => request.body);
+  requestsSeen = requests.length;
+  return bodies;
+}
 
 async function timed(run: () => Promise<unknown>): Promise<number> {
   const start = performance.now();
@@ -26,8 +52,10 @@ async function timed(run: () => Promise<unknown>): Promise<number> {
 const turn = (user: string, content: string) =>
   client.chat.completions.create({ model: "almanac", user, messages: [{ role: "user", content }] });
 
-// Warm-up.
-for (let index = 0; index < 50; index += 1) await turn("warm", `warm ${index}`);
+// Warm-up. V8 goes on optimizing the turn path for ~2,000 turns (--trace-opt): `--warm-up 2000` measures the
+// server as it runs for months, the default 50 one just started.
+const warmUp = Number(values["warm-up"]);
+for (let index = 0; index < warmUp; index += 1) await turn("warm", `warm ${index}`);
 
 // The model round trip alone (what a turn spends on the scripted model), to subtract.
 const modelOnly: number[] = [];
@@ -43,21 +71,18 @@ for (let index = 0; index < 300; index += 1) {
 }
 
 const single: number[] = [];
-const firstSingleRequest = llm.requests.length;
+await modelRequestBodies();
 for (let index = 0; index < 300; index += 1)
   single.push(await timed(() => turn("single", `message ${index}`)));
 
 // Each sequential turn's own model request (its growing history, its tool specs) replayed straight to the
 // model: the turn's latency minus that is what the server adds (HTTP in and out, session, agent, disk).
-const sentBodies = llm.requests
-  .slice(firstSingleRequest)
-  .filter((request) => request.path === "/v1/chat/completions")
-  .map((request) => request.body as OpenAI.ChatCompletionCreateParamsNonStreaming);
+const sentBodies = (await modelRequestBodies()) as OpenAI.ChatCompletionCreateParamsNonStreaming[];
 const replayed: number[] = [];
 for (const body of sentBodies) replayed.push(await timed(() => modelClient.chat.completions.create(body)));
 const overhead = single.map((latency, index) => latency - (replayed[index] ?? Number.NaN));
 
-const quick = process.argv.includes("--quick");
+const { quick } = values;
 const concurrent: number[] = [];
 if (!quick)
   await Promise.all(
@@ -92,5 +117,8 @@ console.log(
 console.log(
   `RSS per loaded idle session: ${((after - before) / IDLE / 1024).toFixed(1)} KiB (${IDLE} sessions of 2 messages; gc ${gc ? "on" : "off"})`,
 );
-console.log(`node ${process.version}`);
+console.log(
+  `node ${process.version}, ${warmUp} warm-up turns, scripted model ${modelProcess ? "in its own process" : "in this process"}`,
+);
 await server.close();
+await modelProcess?.close();
