@@ -84,6 +84,27 @@ describe("chat over the OpenAI-compatible endpoint", () => {
     expect(finish).toBe("stop");
   });
 
+  it("says in Server-Timing how long the turn waited on the model and how long it took in all", async () => {
+    running = await startTestServer();
+    running.llm.enqueue(script.text("slow answer", { delayMs: 120 }));
+    const { data, response } = await running.client.chat.completions
+      .create({ model: "almanac", user: "timed", messages: [{ role: "user", content: "take your time" }] })
+      .withResponse();
+    expect(data.choices[0]?.message.content).toBe("slow answer");
+    const timing = /^model;dur=([\d.]+);desc="model calls", total;dur=([\d.]+)$/.exec(
+      response.headers.get("server-timing") ?? "",
+    );
+    expect(timing).not.toBeNull();
+    const [modelMs, totalMs] = [Number(timing?.[1]), Number(timing?.[2])];
+    expect(modelMs).toBeGreaterThanOrEqual(115);
+    expect(totalMs).toBeGreaterThanOrEqual(modelMs);
+    // A command never calls the model: no timing to report.
+    const command = await running.client.chat.completions
+      .create({ model: "almanac", user: "timed", messages: [{ role: "user", content: "/status" }] })
+      .withResponse();
+    expect(command.response.headers.get("server-timing")).toBeNull();
+  });
+
   it("keeps two sessions isolated", async () => {
     running = await startTestServer();
     running.llm.setFallback(echo);

@@ -126,6 +126,8 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
       if (!body.stream) {
         reply.header(SESSION_HEADER, sessionHeader);
         const result = await sessions.handle({ inbound, signal });
+        if (result.modelMs !== undefined)
+          reply.header("server-timing", serverTiming(result.modelMs, reply.elapsedTime));
         return {
           id,
           object: "chat.completion",
@@ -187,4 +189,12 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
       return reply;
     },
   );
+}
+
+/**
+ * The `Server-Timing` header of an answered turn: how long it waited on the model and how long the request took
+ * in all (from its arrival), in milliseconds. The difference is what the server itself added.
+ */
+export function serverTiming(modelMs: number, totalMs: number): string {
+  return `model;dur=${modelMs.toFixed(2)};desc="model calls", total;dur=${totalMs.toFixed(2)}`;
 }

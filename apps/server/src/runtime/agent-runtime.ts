@@ -55,6 +55,11 @@ export interface TurnOutcome {
   readonly notices: readonly string[];
   /** True when the stop signal ended the turn: `reply` is then the partial reply with its mark. */
   readonly stopped?: boolean;
+  /**
+   * Milliseconds the turn's reasoning steps waited on the model (their calls, from the request's building to the
+   * parsed answer; retries included). A call that failed or was stopped is not counted.
+   */
+  readonly modelMs: number;
 }
 
 /** The mark (on the message, and at the end of its text) of a reply cut short by a stop request. */
@@ -211,6 +216,8 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
         });
         // The text of the reasoning step in progress: what a stop keeps (finished steps are in memory).
         let stepText = "";
+        let stepStart = 0;
+        let modelMs = 0;
         let result: Awaited<ReturnType<Agent["run"]>>;
         try {
           result = await runWithOverflowRecovery(
@@ -220,6 +227,8 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
                 ...(turn.signal ? { signal: turn.signal } : {}),
                 ...(turn.stream ? { stream: true } : {}),
                 onEvent: (event) => {
+                  if (event.type === "reasoning-start") stepStart = performance.now();
+                  else if (event.type === "reasoning-end") modelMs += performance.now() - stepStart;
                   if (event.type === "reasoning-start" || event.type === "reasoning-end") stepText = "";
                   if (event.type !== "text-delta") return;
                   stepText += event.text;
@@ -241,11 +250,11 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
           const reply = stoppedReply(stepText, clock());
           turn.memory.append(reply);
           logger.info({ sessionKey, partialChars: stepText.length }, "reply stopped on request");
-          return { reply, usage: [], notices: [], stopped: true };
+          return { reply, usage: [], notices: [], stopped: true, modelMs };
         }
         // The last step's usage reaches no later check in this turn: learn the provider ratio from it now.
         compactor.observe(turn.memory, result.usage.at(-1));
-        return { reply: result.reply, usage: result.usage, notices };
+        return { reply: result.reply, usage: result.usage, notices, modelMs };
       },
       async compact(run) {
         notices = [];

@@ -233,6 +233,7 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
         kind: "reply",
         text,
         usage: sumUsage(result.usage),
+        modelMs: result.modelMs,
         ...(result.stopped === true ? { stopped: true } : {}),
       };
     } catch (error) {

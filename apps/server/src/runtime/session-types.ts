@@ -66,6 +66,8 @@ export interface TurnResult {
    * `[stopped]` mark, as kept in the history. A stopped turn is not an error.
    */
   readonly stopped?: boolean;
+  /** Milliseconds the turn waited on the model (see `TurnOutcome.modelMs`); absent for a command. */
+  readonly modelMs?: number;
 }
 
 /** A session's full state for the admin API. */
