@@ -192,8 +192,8 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
 }
 
 /**
- * The `Server-Timing` header of an answered turn: how long it waited on the model and how long the request took
- * in all (from its arrival), in milliseconds. The difference is what the server itself added.
+ * The `Server-Timing` header of an answered turn: how long it waited on the model and how long the request had
+ * taken, from its arrival, when the answer was ready (in milliseconds). The difference is what the server added.
  */
 export function serverTiming(modelMs: number, totalMs: number): string {
   return `model;dur=${modelMs.toFixed(2)};desc="model calls", total;dur=${totalMs.toFixed(2)}`;
