@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { type FileHandle, open, readdir, rename, stat, unlink } from "node:fs/promises";
+import { readdir, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { closeFd, fchmodFd, fsyncFd, openFd, renamePath, statPath, writeAllToFd } from "./fs-calls.js";
 
 // The one durable write for every file Almanac replaces (snapshots, memory files, the summarizer journal,
 // workspace files, the admin token, the dedup log). Hand-rolled rather than write-file-atomic: measured
@@ -67,23 +68,25 @@ export async function stageFileDurably(
   const tempPath = join(dirname(path), `.${basename(path)}.${randomBytes(8).toString("hex")}.tmp`);
   const discard = () => unlink(tempPath).catch(() => {});
   const mode = options.mode ?? (await existingMode(path));
-  let handle: FileHandle | undefined;
+  // Descriptors, not FileHandles: see fs-calls.ts (a new session's first turn writes its snapshot).
+  let fd: number | undefined;
   try {
-    handle = await open(tempPath, "wx", mode ?? 0o666);
-    await handle.writeFile(data, typeof data === "string" ? "utf8" : undefined);
-    if (mode !== undefined) await handle.chmod(mode);
-    await handle.sync();
-    await handle.close();
-    handle = undefined;
+    fd = await openFd(tempPath, "wx", mode ?? 0o666);
+    await writeAllToFd(fd, data);
+    if (mode !== undefined) await fchmodFd(fd, mode);
+    await fsyncFd(fd);
+    const written = fd;
+    fd = undefined;
+    await closeFd(written);
   } catch (error) {
-    await handle?.close().catch(() => {});
+    if (fd !== undefined) await closeFd(fd).catch(() => {});
     await discard();
     throw error;
   }
   return {
     async publish({ syncDirectory }) {
       try {
-        await rename(tempPath, path);
+        await renamePath(tempPath, path);
       } catch (error) {
         await discard();
         throw error;
@@ -96,7 +99,7 @@ export async function stageFileDurably(
 
 async function existingMode(path: string): Promise<number | undefined> {
   try {
-    return (await stat(path)).mode & 0o7777;
+    return (await statPath(path)).mode & 0o7777;
   } catch (error) {
     if (isErrnoCode(error, "ENOENT")) return undefined;
     throw error;
@@ -109,14 +112,14 @@ async function existingMode(path: string): Promise<number | undefined> {
  * EINVAL, EACCES, ENOTSUP) are tolerated: the rename is still atomic there, only its durability is up to the OS.
  */
 export async function fsyncDirectory(directory: string): Promise<void> {
-  let handle: FileHandle | undefined;
+  let fd: number | undefined;
   try {
-    handle = await open(directory, "r");
-    await handle.sync();
+    fd = await openFd(directory, "r");
+    await fsyncFd(fd);
   } catch (error) {
     if (!isErrnoCode(error, "EISDIR", "EPERM", "EINVAL", "EACCES", "ENOTSUP")) throw error;
   } finally {
-    await handle?.close();
+    if (fd !== undefined) await closeFd(fd);
   }
 }
 

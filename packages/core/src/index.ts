@@ -47,6 +47,17 @@ export {
   type ProviderErrorOptions,
   UserError,
 } from "./errors.js";
+export {
+  closeFd,
+  fstatFd,
+  fsyncFd,
+  ftruncateFd,
+  lstatPathBigInt,
+  openFd,
+  readFd,
+  readUtf8,
+  writeFd,
+} from "./fs-calls.js";
 export { type LinkedSignal, linkAbortSignals } from "./linked-signal.js";
 export { type Logger, silentLogger } from "./logger.js";
 export * from "./message.js";

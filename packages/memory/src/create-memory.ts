@@ -1,10 +1,10 @@
-import { lstat } from "node:fs/promises";
 import { join } from "node:path";
 import { readTextFile, type Tool, type WorkspaceTarget } from "@almanac/agent";
 import {
   type ChatModel,
   type Embedder,
   type Logger,
+  lstatPathBigInt,
   type TokenCounter,
   writeFileDurably,
 } from "@almanac/core";
@@ -234,7 +234,7 @@ export async function createMemory(options: MemoryOptions): Promise<Memory> {
     const stamps = (
       await Promise.all(
         files.map((file) =>
-          lstat(join(workspace, file), { bigint: true }).then(
+          lstatPathBigInt(join(workspace, file)).then(
             (stats) => `${file}:${stats.ino}:${stats.size}:${stats.ctimeNs}:${stats.mtimeNs}`,
             () => `${file}:-`,
           ),

@@ -1,5 +1,6 @@
 import { fstatSync, statSync } from "node:fs";
-import { mkdir, mkdtemp, open, readdir, readFile, readlink, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, readlink, rename, rm, writeFile } from "node:fs/promises";
+import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -466,22 +467,41 @@ describe("written appends (fsynced later)", () => {
   const transcript = () => join(dir, `${STEM}.jsonl`);
 
   /** Counts fsyncs by the file they flush (device and inode, as they are when the fsync starts). */
+  /**
+   * Counts fsyncs by file (device and inode). The store fsyncs transcripts, their directory and snapshots by
+   * descriptor with node:fs's callback `fsync` (core's fs-calls.ts); the spy reaches its `import * as fs`
+   * namespace once the builtin's exports are synced. `failNext` makes the next fsync fail as a dying disk's would.
+   */
   async function watchFsyncs() {
-    const probe = await open(join(dir, "..", "probe"), "w");
-    const prototype = Object.getPrototypeOf(probe) as { sync(): Promise<void> };
-    await probe.close();
     const flushed: string[] = [];
-    const original = prototype.sync;
-    const spy = vi.spyOn(prototype, "sync").mockImplementation(function (this: { fd: number }) {
-      const { dev, ino } = fstatSync(this.fd);
+    const fsModule = createRequire(import.meta.url)("node:fs") as typeof import("node:fs");
+    const original = fsModule.fsync;
+    let failures = 0;
+    const spy = vi.spyOn(fsModule, "fsync").mockImplementation(((
+      fd: number,
+      callback: (error: NodeJS.ErrnoException | null) => void,
+    ) => {
+      if (failures > 0) {
+        failures -= 1;
+        setImmediate(() => callback(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" })));
+        return;
+      }
+      const { dev, ino } = fstatSync(fd);
       flushed.push(`${dev}:${ino}`);
-      return original.call(this);
-    });
+      original(fd, callback);
+    }) as typeof fsModule.fsync);
+    syncBuiltinESMExports();
     const idOf = (path: string) => {
       const { dev, ino } = statSync(path);
       return `${dev}:${ino}`;
     };
-    return { spy, of: (path: string) => flushed.filter((id) => id === idOf(path)).length };
+    return {
+      spy,
+      failNext: () => {
+        failures += 1;
+      },
+      of: (path: string) => flushed.filter((id) => id === idOf(path)).length,
+    };
   }
 
   /**
@@ -497,13 +517,13 @@ describe("written appends (fsynced later)", () => {
     store = createSessionStore({ dir, ...storeOptions });
     await store.appendTranscript(KEY, [message("a")]);
     const fsyncs = await watchFsyncs();
-    if (failNextFsync)
-      fsyncs.spy.mockRejectedValueOnce(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" }));
+    if (failNextFsync) fsyncs.failNext();
     return fsyncs;
   }
 
   afterEach(() => {
     vi.restoreAllMocks();
+    syncBuiltinESMExports();
   });
 
   it("writes them to the file at once and fsyncs them with the session's next synced append", async () => {

@@ -1,7 +1,20 @@
 import { statSync, writeSync } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { dirname } from "node:path";
-import { fsyncDirectory, isErrnoCode, type Logger, type Message, type StagedFile } from "@almanac/core";
+import {
+  closeFd,
+  fstatFd,
+  fsyncDirectory,
+  fsyncFd,
+  ftruncateFd,
+  isErrnoCode,
+  type Logger,
+  type Message,
+  openFd,
+  readFd,
+  type StagedFile,
+  writeFd,
+} from "@almanac/core";
 import { linesOf } from "../lines-of.js";
 import { checkMessages, describeIssues, transcriptLineSchema } from "./session-snapshot.js";
 
@@ -49,11 +62,13 @@ export interface AppendOptions {
 const MAX_OPEN_TRANSCRIPTS = 128;
 
 /**
- * A transcript's kept append handle, the file it was opened on (to tell whether the path still names it), and
- * the file size right after our last append through it.
+ * A transcript's kept append descriptor, the file it was opened on (to tell whether the path still names it),
+ * and the file size right after our last append through it. A descriptor rather than a FileHandle: each
+ * turn's fsync and each new transcript's open cost the main thread less through node:fs's callback API (see
+ * core's fs-calls.ts); this module closes every descriptor it opens.
  */
 interface OpenTranscript {
-  readonly handle: FileHandle;
+  readonly fd: number;
   readonly ino: number;
   readonly dev: number;
   readonly end: number;
@@ -66,13 +81,13 @@ interface OpenTranscript {
  * turn's lines (up to {@link BLOCKING_WRITE_BYTES}) are written blocking: into the page cache that costs a few
  * µs of CPU, through the thread pool ~50 µs (the fsync after it stays asynchronous).
  */
-async function writeAll(handle: FileHandle, bytes: Buffer): Promise<void> {
+async function writeAll(fd: number, bytes: Buffer): Promise<void> {
   for (let offset = 0; offset < bytes.byteLength; ) {
     const length = bytes.byteLength - offset;
     offset +=
       length <= BLOCKING_WRITE_BYTES
-        ? writeSync(handle.fd, bytes, offset, length)
-        : (await handle.write(bytes, offset, length)).bytesWritten;
+        ? writeSync(fd, bytes, offset, length)
+        : await writeFd(fd, bytes, offset, length);
   }
 }
 
@@ -97,7 +112,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
    * cache while in use; a kept handle whose file was replaced or removed meanwhile is closed and reopened.
    */
   async function take(path: string): Promise<{
-    handle: FileHandle;
+    fd: number;
     ino: number;
     dev: number;
     size: number;
@@ -114,7 +129,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
       try {
         onDisk = statSync(path, { throwIfNoEntry: false });
       } catch (error) {
-        await kept.handle.close().catch(() => {});
+        await closeFd(kept.fd).catch(() => {});
         throw error;
       }
       if (onDisk !== undefined && onDisk.ino === kept.ino && onDisk.dev === kept.dev)
@@ -122,12 +137,12 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
       // Replaced or removed behind our back: what we left unsynced is in a file that is no longer the transcript.
       await release(path, kept);
     }
-    const handle = await open(path, "a+", 0o600);
+    const fd = await openFd(path, "a+", 0o600);
     try {
-      const { ino, dev, size } = await handle.stat();
-      return { handle, ino, dev, size, end: undefined, unsynced: false };
+      const { ino, dev, size } = await fstatFd(fd);
+      return { fd, ino, dev, size, end: undefined, unsynced: false };
     } catch (error) {
-      await handle.close().catch(() => {});
+      await closeFd(fd).catch(() => {});
       throw error;
     }
   }
@@ -157,7 +172,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
   async function syncEntry(path: string, entry: OpenTranscript): Promise<void> {
     if (entry.unsynced === false) return;
     try {
-      await entry.handle.sync();
+      await fsyncFd(entry.fd);
       if (entry.unsynced === "new file") await fsyncDirectory(dirname(path));
     } catch (error) {
       failedSyncs.set(path, error);
@@ -169,14 +184,14 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
   /** Closes a handle taken out of the cache, fsyncing first what it left unsynced. */
   async function release(path: string, entry: OpenTranscript): Promise<void> {
     await syncEntry(path, entry).catch(() => {});
-    await entry.handle.close().catch(() => {});
+    await closeFd(entry.fd).catch(() => {});
   }
 
   return {
     async append(key, path, lines, options = {}) {
       const { alongside, deferSync = false } = options;
       const taken = await take(path);
-      const { handle, ino, dev, size, end } = taken;
+      const { fd, ino, dev, size, end } = taken;
       // A new transcript must stay in the directory after a power loss: its directory is fsynced with the first
       // synced append. (A snapshot's rename needs no directory fsync: without it the session is rebuilt from
       // the transcript, which holds everything.)
@@ -188,7 +203,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
         // can end in a torn line.
         if (size > 0 && size !== end) {
           const last = Buffer.alloc(1);
-          await handle.read(last, 0, 1, size - 1);
+          await readFd(fd, last, 1, size - 1);
           // A crash mid-append left a line without its newline; start ours on a fresh line so only
           // the torn line is lost, not the first new message as well.
           if (last[0] !== 0x0a) {
@@ -198,9 +213,9 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
         }
         const bytes = Buffer.from(`${prefix}${lines.join("\n")}\n`, "utf8");
         if (deferSync && alongside === undefined) {
-          await writeAll(handle, bytes);
+          await writeAll(fd, bytes);
           keep(path, {
-            handle,
+            fd,
             ino,
             dev,
             end: size + bytes.byteLength,
@@ -211,9 +226,9 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
         }
         const staging = alongside?.(size + bytes.byteLength);
         const appending = (async () => {
-          await writeAll(handle, bytes);
+          await writeAll(fd, bytes);
           // The new file's directory entry beside its data: neither needs the other first.
-          await Promise.all([handle.sync(), newFile ? fsyncDirectory(dirname(path)) : undefined]);
+          await Promise.all([fsyncFd(fd), newFile ? fsyncDirectory(dirname(path)) : undefined]);
         })();
         const [appended, staged] = await Promise.allSettled([appending, staging]);
         if (appended.status === "rejected" || staged.status === "rejected") {
@@ -221,21 +236,21 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
           throw appended.status === "rejected" ? appended.reason : (staged as PromiseRejectedResult).reason;
         }
         await staged.value?.publish({ syncDirectory: false });
-        keep(path, { handle, ino, dev, end: size + bytes.byteLength, unsynced: false });
+        keep(path, { fd, ino, dev, end: size + bytes.byteLength, unsynced: false });
         kept = true;
       } catch (error) {
         // A full disk can take part of the lines: cut them off again so the transcript never holds a
         // half-written line, and the caller (who gets the error) may append the same messages later.
         await (async () => {
-          await handle.truncate(size);
-          await handle.sync();
+          await ftruncateFd(fd, size);
+          await fsyncFd(fd);
           if (newFile) await fsyncDirectory(dirname(path));
         })().catch((truncateError: unknown) =>
           logger.error({ key, path, err: truncateError }, "could not cut a failed append off the transcript"),
         );
         throw error;
       } finally {
-        if (!kept) await handle.close().catch(() => {});
+        if (!kept) await closeFd(fd).catch(() => {});
       }
     },
 
@@ -247,7 +262,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
       try {
         await syncEntry(path, kept);
       } catch (error) {
-        await kept.handle.close().catch(() => {});
+        await closeFd(kept.fd).catch(() => {});
         throw error;
       }
       keep(path, { ...kept, unsynced: false });

@@ -1,0 +1,136 @@
+/**
+ * What 100 conversations starting at once cost the server (not part of the test run): the first turns of
+ * bench/server-process.ts's 100 × 10 phase, alone. The built server runs in its own process over an empty
+ * home, the scripted model in another (bench/model-process.ts); the client sends one turn each for `--sessions`
+ * new conversations at once, waits for all the answers, then (unless `--only-new`) one more turn each for the
+ * same conversations, again at once. That is one round; `--rounds` of them, each with new conversations.
+ * Printed, per burst: the time until the last answer, and the server's CPU in it, its main thread's and the
+ * whole process's (`/proc`). The medians leave out the first `--skip` rounds (V8 still compiling the turn path).
+ *
+ * Main-thread CPU barely moves with the machine's load, unlike the latencies, so it compares two builds in a
+ * few alternated runs. The rest of a burst's time is the thread pool's: each new conversation fsyncs its
+ * transcript, its directory entry and its first snapshot.
+ *
+ * Run: node --import tsx bench/new-sessions.ts [--main apps/server/dist/main.js] [--sessions 100] [--rounds 12]
+ *      [--skip 4] [--only-new]
+ */
+import { spawn } from "node:child_process";
+import { closeSync, openSync, readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { Agent } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { killOnExit } from "./child-cleanup.js";
+import { httpCall } from "./http-call.js";
+import { startModelProcess } from "./model-process.js";
+import { median } from "./sample-stats.js";
+
+const { values } = parseArgs({
+  options: {
+    main: { type: "string", default: fileURLToPath(new URL("../apps/server/dist/main.js", import.meta.url)) },
+    sessions: { type: "string", default: "100" },
+    rounds: { type: "string", default: "12" },
+    skip: { type: "string", default: "4" },
+    "only-new": { type: "boolean", default: false },
+  },
+});
+const sessions = Number(values.sessions);
+const rounds = Number(values.rounds);
+const skip = Number(values.skip);
+
+const token = "bench-admin-token-0123456789";
+const model = await startModelProcess();
+const home = await mkdtemp(join(tmpdir(), "almanac-new-sessions-"));
+// The log goes to a file, as in bench/server-process.ts: through a pipe, the server's logger would wait for this
+// process to drain it.
+const logFile = join(home, "server.log");
+const logFd = openSync(logFile, "a");
+const server = spawn(process.execPath, ["--enable-source-maps", values.main, "start"], {
+  env: {
+    PATH: process.env.PATH ?? "",
+    ALMANAC_HOME: home,
+    ALMANAC_HOST: "127.0.0.1",
+    ALMANAC_PORT: "0",
+    ALMANAC_ADMIN_TOKEN: token,
+    ALMANAC_LOG_LEVEL: "info",
+    ALMANAC_MODEL_BASE_URL: model.baseURL,
+    ALMANAC_MODEL_NAME: "scripted-model",
+    ALMANAC_MODEL_MAX_RETRIES: "0",
+    ALMANAC_SESSION_QUEUE_LIMIT: String(sessions),
+    ALMANAC_SESSION_IDLE_UNLOAD_MS: "3600000",
+  },
+  stdio: ["ignore", logFd, logFd],
+});
+closeSync(logFd);
+killOnExit(server);
+const pid = server.pid ?? 0;
+let base: string | undefined;
+while (base === undefined) {
+  if (server.exitCode !== null) throw new Error(`the server exited:\n${readFileSync(logFile, "utf8")}`);
+  const found = /"url":"(http:\/\/[^"]+)"/.exec(readFileSync(logFile, "utf8"))?.[1];
+  if (found !== undefined && (await fetch(`${found}/healthz`).catch(() => undefined))?.ok) base = found;
+  else await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+const agent = new Agent({ keepAlive: true, maxSockets: sessions * 2 });
+const turn = async (user: string): Promise<void> => {
+  const { status, text } = await httpCall(
+    agent,
+    "POST",
+    `${base}/v1/chat/completions`,
+    { "content-type": "application/json", authorization: `Bearer ${token}` },
+    JSON.stringify({ model: "almanac", user, messages: [{ role: "user", content: "hello there" }] }),
+  );
+  if (status !== 200) throw new Error(`turn failed: ${status} ${text}`);
+};
+
+/** CPU (user + system, ms) of the server's main thread, or of the whole process. */
+const cpuMs = (path: string): number => {
+  const fields = readFileSync(path, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+const mainCpu = () => cpuMs(`/proc/${pid}/task/${pid}/stat`);
+const processCpu = () => cpuMs(`/proc/${pid}/stat`);
+
+interface Burst {
+  readonly wall: number;
+  readonly main: number;
+  readonly all: number;
+}
+const burst = async (users: readonly string[]): Promise<Burst> => {
+  const main = mainCpu();
+  const all = processCpu();
+  const started = performance.now();
+  await Promise.all(users.map(turn));
+  const wall = performance.now() - started;
+  // The fsyncs and the log lines of the last answers land just after them.
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  return { wall, main: mainCpu() - main, all: processCpu() - all };
+};
+
+const bursts: Record<"new" | "existing", Burst[]> = { new: [], existing: [] };
+let next = 0;
+for (let round = 0; round < rounds; round += 1) {
+  const users = Array.from({ length: sessions }, () => `conversation-${next++}`);
+  bursts.new.push(await burst(users));
+  if (!values["only-new"]) bursts.existing.push(await burst(users));
+}
+console.log(`node ${process.version}, ${values.main}`);
+for (const [label, list] of Object.entries(bursts)) {
+  if (list.length === 0) continue;
+  const shown = list.map(({ wall, main, all }) => `${wall.toFixed(0)}/${main}/${all}`).join(" ");
+  console.log(
+    `${sessions} ${label === "new" ? "new conversations" : "existing ones"} at once, per round (last answer ms / main CPU ms / process CPU ms): ${shown}`,
+  );
+  const kept = list.slice(skip);
+  console.log(
+    `  median of rounds ${skip + 1}–${list.length}: last answer after ${median(kept.map((one) => one.wall)).toFixed(0)} ms, server CPU main ${median(kept.map((one) => one.main))} ms, process ${median(kept.map((one) => one.all))} ms`,
+  );
+}
+server.kill("SIGINT");
+await new Promise((resolve) => server.once("exit", resolve));
+await model.close();
+agent.destroy();
+await rm(home, { recursive: true, force: true });

@@ -1,0 +1,45 @@
+import * as fs from "node:fs";
+
+// The file-system calls of the turn path (a snapshot's durable write, a directory's fsync, the memory context's
+// stats, a missing snapshot's read), as node:fs's callback API behind promises rather than node:fs/promises.
+// Both run the call in libuv's thread pool; the difference is the main thread's share. Measured on Node 20 with
+// 100 calls in flight (a script timing the main thread's CPU over 5,000-20,000 calls): open + close 2-4 µs a
+// pair against 14-16 µs through a FileHandle, lstat 4 µs against 7.5-9 µs. When 100 sessions started at once,
+// node:fs/promises' opens, stats and fsyncs were ~20 % of the main thread (a CPU profile of
+// bench/server-process.ts's 100 × 10 phase; BENCHMARKS.md, "Issue 14, eighth pass").
+// Each call looks its function up on node:fs when made: a test can spy on node:fs's `fsync` (then
+// `syncBuiltinESMExports()`).
+
+/** Resolves with the callback's value, or rejects with its error (a Node system error, code and path intact). */
+function call<T>(start: (done: (error: NodeJS.ErrnoException | null, value: T) => void) => void): Promise<T> {
+  return new Promise((resolve, reject) => start((error, value) => (error ? reject(error) : resolve(value))));
+}
+
+/** Opens `path` and resolves with the file descriptor; the caller closes it with {@link closeFd}. */
+export const openFd = (path: string, flags: string, mode?: number): Promise<number> =>
+  call((done) => fs.open(path, flags, mode, done));
+export const closeFd = (fd: number): Promise<void> =>
+  call((done) => fs.close(fd, (error: NodeJS.ErrnoException | null) => done(error, undefined)));
+export const fsyncFd = (fd: number): Promise<void> =>
+  call((done) => fs.fsync(fd, (error: NodeJS.ErrnoException | null) => done(error, undefined)));
+export const fchmodFd = (fd: number, mode: number): Promise<void> =>
+  call((done) => fs.fchmod(fd, mode, (error: NodeJS.ErrnoException | null) => done(error, undefined)));
+/** Writes all of `data` at the descriptor's current position (a new file: from its start). */
+export const writeAllToFd = (fd: number, data: string | Uint8Array): Promise<void> =>
+  call((done) => fs.writeFile(fd, data, (error: NodeJS.ErrnoException | null) => done(error, undefined)));
+export const renamePath = (from: string, to: string): Promise<void> =>
+  call((done) => fs.rename(from, to, (error: NodeJS.ErrnoException | null) => done(error, undefined)));
+export const statPath = (path: string): Promise<fs.Stats> => call((done) => fs.stat(path, done));
+export const lstatPathBigInt = (path: string): Promise<fs.BigIntStats> =>
+  call((done) => fs.lstat(path, { bigint: true }, done));
+/** Reads a whole file as UTF-8. */
+export const readUtf8 = (path: string): Promise<string> => call((done) => fs.readFile(path, "utf8", done));
+export const fstatFd = (fd: number): Promise<fs.Stats> => call((done) => fs.fstat(fd, done));
+export const ftruncateFd = (fd: number, length: number): Promise<void> =>
+  call((done) => fs.ftruncate(fd, length, (error: NodeJS.ErrnoException | null) => done(error, undefined)));
+/** Reads up to `length` bytes at `position` into `buffer` from its start; resolves with the bytes read. */
+export const readFd = (fd: number, buffer: Uint8Array, length: number, position: number): Promise<number> =>
+  call((done) => fs.read(fd, buffer, 0, length, position, done));
+/** Writes `length` bytes of `buffer` from `offset` at the end of a file opened for appending; resolves with the bytes written. */
+export const writeFd = (fd: number, buffer: Uint8Array, offset: number, length: number): Promise<number> =>
+  call((done) => fs.write(fd, buffer, offset, length, null, done));
