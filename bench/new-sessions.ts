@@ -12,7 +12,7 @@
  * transcript, its directory entry and its first snapshot.
  *
  * Run: node --import tsx bench/new-sessions.ts [--main apps/server/dist/main.js] [--sessions 100] [--rounds 12]
- *      [--skip 4] [--only-new]
+ *      [--skip 4] [--only-new] ["--node-flags=<flags for the server's node, e.g. --cpu-prof --cpu-prof-dir=/tmp/p>"]
  */
 import { spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
@@ -34,6 +34,7 @@ const { values } = parseArgs({
     rounds: { type: "string", default: "12" },
     skip: { type: "string", default: "4" },
     "only-new": { type: "boolean", default: false },
+    "node-flags": { type: "string", default: "" },
   },
 });
 const sessions = Number(values.sessions);
@@ -47,7 +48,8 @@ const home = await mkdtemp(join(tmpdir(), "almanac-new-sessions-"));
 // process to drain it.
 const logFile = join(home, "server.log");
 const logFd = openSync(logFile, "a");
-const server = spawn(process.execPath, ["--enable-source-maps", values.main, "start"], {
+const nodeFlags = values["node-flags"].split(" ").filter(Boolean);
+const server = spawn(process.execPath, [...nodeFlags, "--enable-source-maps", values.main, "start"], {
   env: {
     PATH: process.env.PATH ?? "",
     ALMANAC_HOME: home,
@@ -60,6 +62,10 @@ const server = spawn(process.execPath, ["--enable-source-maps", values.main, "st
     ALMANAC_MODEL_MAX_RETRIES: "0",
     ALMANAC_SESSION_QUEUE_LIMIT: String(sessions),
     ALMANAC_SESSION_IDLE_UNLOAD_MS: "3600000",
+    // Passed through for experiments with libuv's thread pool (where the fsyncs wait).
+    ...(process.env.UV_THREADPOOL_SIZE === undefined
+      ? {}
+      : { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE }),
   },
   stdio: ["ignore", logFd, logFd],
 });
