@@ -152,11 +152,19 @@ describe("a damaged session snapshot", () => {
     try {
       running = await startTestServer({ home, llm });
       await chat(running, "My locker code is 4471.");
+      // A new session writes its first snapshot with its first checkpoint, not with its first turn: after a
+      // restart it is loaded from its transcript, which writes the snapshot the damages below start from.
+      const sessions = join(home, "sessions");
+      const snapshots = async () => (await readdir(sessions)).filter((entry) => entry.endsWith(".json"));
+      expect(await snapshots()).toEqual([]);
+      await running.close();
+      running = await startTestServer({ home, llm });
+      await chat(running, "Remember it, please.");
+      expect(await snapshots()).toHaveLength(1);
       for (const [name, damage] of damages) {
         await running.close();
         running = undefined;
-        const sessions = join(home, "sessions");
-        const [snapshot] = (await readdir(sessions)).filter((entry) => entry.endsWith(".json"));
+        const [snapshot] = await snapshots();
         await damage(join(sessions, snapshot ?? "missing.json"));
         running = await startTestServer({ home, llm });
         await chat(running, `After the snapshot was ${name}: what is my locker code?`);

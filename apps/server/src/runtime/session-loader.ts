@@ -104,9 +104,14 @@ export function createSessionLoader(options: SessionLoaderOptions): SessionLoade
       now: clock(),
       logger,
     });
-    const runtime = await open(session, state, false);
+    const created = !fromTranscript && snapshot.status === "missing";
+    // A new session's empty state is what its (absent) files hold: its first turns only append to the
+    // transcript, and its first snapshot is written with the checkpoint that follows them (see
+    // CHECKPOINT_TURNS), as any session's. Until then a restart rebuilds it from the transcript, losing
+    // nothing. Writing it with the first turn cost 100 sessions starting at once one more fsync each.
+    const runtime = await open(session, state, created);
     if (fromTranscript) await runtime.save();
-    return { runtime, created: !fromTranscript && snapshot.status === "missing" };
+    return { runtime, created };
   }
 
   return {

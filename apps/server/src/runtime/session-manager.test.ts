@@ -108,11 +108,12 @@ describe("SessionManager", () => {
       (JSON.parse(await readFile(snapshotPath, "utf8")) as { memory: { messages: unknown[] } }).memory
         .messages.length;
     for (const text of ["one", "two", "three"]) await manager.handle({ inbound: inbound("cp", text) });
-    expect(await snapshotMessages()).toBe(2);
+    // A new session's first turns only append: its empty state needs no snapshot.
+    await expect(readFile(snapshotPath, "utf8")).rejects.toMatchObject({ code: "ENOENT" });
     manager.close();
     manager = createManager();
     expect((await manager.handle({ inbound: inbound("cp", "four") })).text).toBe("seen 4");
-    // Loading caught up with the transcript and wrote a checkpoint; the session counts every turn.
+    // Loading rebuilt it from the transcript and wrote a checkpoint; the session counts every turn.
     expect(await snapshotMessages()).toBe(6);
     expect((await manager.get(key))?.stats.turns).toBe(4);
     now += 61_000;
@@ -267,6 +268,17 @@ describe("a session whose snapshot is lost or damaged", () => {
     await manager.handle({ inbound: inbound("h", "one") });
     now += 1_000;
     await manager.handle({ inbound: inbound("h", "two") });
+    // A new session's first snapshot comes with its first checkpoint: unloading it when idle writes one.
+    now += 61_000;
+    expect(manager.unloadIdle()).toBe(1);
+    await expect
+      .poll(() =>
+        readFile(snapshotFile(), "utf8").then(
+          () => true,
+          () => false,
+        ),
+      )
+      .toBe(true);
     manager.close();
     await damage(snapshotFile());
     manager = createManager();

@@ -3,6 +3,7 @@ import { describeError, type Logger, type Message, parseSessionKey, repairToolPa
 import type { MissingOrMovedAside, Session } from "../sessions/session.js";
 import type { SessionSnapshot, SessionStats } from "../sessions/session-snapshot.js";
 import { transcriptFacts } from "../sessions/transcript-facts.js";
+import { CHECKPOINT_TURNS } from "./session-checkpoint.js";
 
 /** A stored snapshot whose working memory could be restored. */
 export interface UsableSnapshot {
@@ -84,10 +85,12 @@ export function recoverFromTranscript(options: {
       );
     return { createdAt: now, memory: new WorkingMemory(), stats: stats(0, now), fromTranscript: false };
   }
-  logger.warn(
-    { sessionKey: key, ...why, messages: messages.length, turns: facts.turns },
-    "rebuilding session from its transcript",
-  );
+  const fields = { sessionKey: key, ...why, messages: messages.length, turns: facts.turns };
+  // A new session writes its first snapshot with its first checkpoint, not with its first turn: a young
+  // session found without one after a restart is expected.
+  if (snapshot.status === "missing" && facts.turns < CHECKPOINT_TURNS)
+    logger.info(fields, "loading a new session from its transcript (its first snapshot was not due yet)");
+  else logger.warn(fields, "rebuilding session from its transcript");
   return {
     createdAt: facts.createdAt,
     memory: new WorkingMemory({ messages }),
