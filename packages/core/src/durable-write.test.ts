@@ -1,12 +1,14 @@
 import { spawn } from "node:child_process";
-import { watch } from "node:fs";
+import { fstatSync, statSync, watch } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
+  fsyncDirectory,
   isDurableWriteTempFile,
   removeStaleTempFiles,
   stageFileDurably,
@@ -106,6 +108,55 @@ describe("writeFileDurably", () => {
     expect(content.every((byte) => byte === first)).toBe(true);
     await removeStaleTempFiles(dir);
     expect(await readdir(dir)).toEqual(["big.txt"]);
+  });
+});
+
+describe("fsyncDirectory", () => {
+  /** Counts the fsyncs of `directory` (by device and inode) made through node:fs, which the module uses. */
+  function countDirectoryFsyncs(directory: string): () => number {
+    const fsModule = createRequire(import.meta.url)("node:fs") as typeof import("node:fs");
+    const original = fsModule.fsync;
+    const { dev, ino } = statSync(directory);
+    let count = 0;
+    vi.spyOn(fsModule, "fsync").mockImplementation(((
+      fd: number,
+      callback: (error: NodeJS.ErrnoException | null) => void,
+    ) => {
+      const stats = fstatSync(fd);
+      if (stats.dev === dev && stats.ino === ino) count += 1;
+      original(fd, callback);
+    }) as typeof fsModule.fsync);
+    syncBuiltinESMExports();
+    return () => count;
+  }
+
+  afterEach(() => {
+    vi.restoreAllMocks();
+    syncBuiltinESMExports();
+  });
+
+  it("commits the calls made while the directory's fsync runs together, in one more fsync after it", async () => {
+    const fsyncs = countDirectoryFsyncs(dir);
+    const first = fsyncDirectory(dir);
+    // Made while the first runs: that one may have started before their changes, so one more covers them all.
+    const meanwhile = Array.from({ length: 20 }, () => fsyncDirectory(dir));
+    await Promise.all([first, ...meanwhile]);
+    expect(fsyncs()).toBe(2);
+  });
+
+  it("fsyncs again for every call made after the previous fsync ended", async () => {
+    const fsyncs = countDirectoryFsyncs(dir);
+    for (let call = 0; call < 3; call += 1) await fsyncDirectory(dir);
+    expect(fsyncs()).toBe(3);
+  });
+
+  it("gives every caller of a group the directory's error", async () => {
+    const missing = join(dir, "missing");
+    const calls = [fsyncDirectory(missing), fsyncDirectory(missing), fsyncDirectory(missing)];
+    for (const call of calls) await expect(call).rejects.toMatchObject({ code: "ENOENT" });
+    // And the next call starts over.
+    await mkdir(missing);
+    await expect(fsyncDirectory(missing)).resolves.toBeUndefined();
   });
 });
 
