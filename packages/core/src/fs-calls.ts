@@ -4,9 +4,10 @@ import * as fs from "node:fs";
 // stats, a missing snapshot's read), as node:fs's callback API behind promises rather than node:fs/promises.
 // Both run the call in libuv's thread pool; the difference is the main thread's share. Measured on Node 20 with
 // 100 calls in flight (a script timing the main thread's CPU over 5,000-20,000 calls): open + close 2-4 µs a
-// pair against 14-16 µs through a FileHandle, lstat 4 µs against 7.5-9 µs. When 100 sessions started at once,
-// node:fs/promises' opens, stats and fsyncs were ~20 % of the main thread (a CPU profile of
-// bench/server-process.ts's 100 × 10 phase; BENCHMARKS.md, "Issue 14, eighth pass").
+// pair against 14-16 µs through a FileHandle, lstat 4 µs against 7.5-9 µs (Node 24: 6 against 24 µs, 4.5 against
+// 9.5 µs). A CPU profile of 100 sessions starting at once had put ~20 % of the main thread in node:fs/promises'
+// opens, stats and fsyncs; on the whole server the gain was within the machine's noise (BENCHMARKS.md, "Issue 14,
+// eighth pass").
 // Each call looks its function up on node:fs when made: a test can spy on node:fs's `fsync` (then
 // `syncBuiltinESMExports()`).
 
