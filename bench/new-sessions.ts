@@ -7,9 +7,10 @@
  * Printed, per burst: the time until the last answer, and the server's CPU in it, its main thread's and the
  * whole process's (`/proc`). The medians leave out the first `--skip` rounds (V8 still compiling the turn path).
  *
- * Main-thread CPU barely moves with the machine's load, unlike the latencies, so it compares two builds in a
- * few alternated runs. The rest of a burst's time is the thread pool's: each new conversation fsyncs its
- * transcript, its directory entry and its first snapshot.
+ * Main-thread CPU moves less with the machine's load than the latencies, but on a shared machine still by up to
+ * 2× between runs minutes apart (BENCHMARKS.md, "Issue 14, eighth pass"): compare builds in alternated runs.
+ * The rest of a burst's time is the thread pool's: each new conversation fsyncs its new transcript, and the
+ * sessions directory is fsynced for the new entries (in groups; core's `fsyncDirectory`).
  *
  * Run: node --import tsx bench/new-sessions.ts [--main apps/server/dist/main.js] [--sessions 100] [--rounds 12]
  *      [--skip 4] [--only-new] ["--node-flags=<flags for the server's node, e.g. --cpu-prof --cpu-prof-dir=/tmp/p>"]
