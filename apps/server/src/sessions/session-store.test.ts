@@ -11,30 +11,9 @@ import {
   sessionKeyToFileStem,
 } from "@almanac/core";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { createRecordingLogger, type LogEntry } from "../../test/recording-logger.js";
 import type { SessionSnapshot } from "./session-snapshot.js";
 import { createSessionStore, type SessionStore } from "./session-store.js";
-
-interface LogEntry {
-  level: string;
-  object: Record<string, unknown>;
-  message: string | undefined;
-}
-
-function createRecordingLogger(entries: LogEntry[]): Logger {
-  const record =
-    (level: string) =>
-    (object: Record<string, unknown>, message?: string): void => {
-      entries.push({ level, object, message });
-    };
-  const logger: Logger = {
-    debug: record("debug"),
-    info: record("info"),
-    warn: record("warn"),
-    error: record("error"),
-    child: () => logger,
-  };
-  return logger;
-}
 
 const KEY = "discord:main:dm:42";
 const STEM = sessionKeyToFileStem(KEY);
