@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { readdir, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { closeFd, fchmodFd, fsyncFd, openFd, renamePath, statPath, writeAllToFd } from "./fs-calls.js";
+import { groupCalls } from "./grouped-calls.js";
 
 // The one durable write for every file Almanac replaces (snapshots, memory files, the summarizer journal,
 // workspace files, the admin token, the dedup log). Hand-rolled rather than write-file-atomic: measured
@@ -111,44 +112,16 @@ async function existingMode(path: string): Promise<number | undefined> {
  * survives a power cut. Platforms that cannot fsync a directory (Windows, some file systems: EISDIR, EPERM,
  * EINVAL, EACCES, ENOTSUP) are tolerated: the rename is still atomic there, only its durability is up to the OS.
  *
- * Calls for one directory are committed in groups: a call made while that directory's fsync runs waits for it
- * and then for one more, which every call made meanwhile shares (an fsync started after a caller's change covers
- * it; one already running may not). 100 sessions starting at once created 100 transcripts in one directory
- * and fsynced it 100 times, one ext4 journal commit each.
+ * Calls for one directory are committed in groups ({@link groupCalls}): a call made while that directory's fsync
+ * runs waits for it and then for one more, which every call made meanwhile shares (an fsync started after a
+ * caller's change covers it; one already running may not). 100 sessions starting at once created 100
+ * transcripts in one directory and fsynced it 100 times, one ext4 journal commit each.
  */
 export function fsyncDirectory(directory: string): Promise<void> {
-  let group = directoryGroups.get(directory);
-  if (group === undefined) {
-    group = { running: undefined, next: undefined };
-    directoryGroups.set(directory, group);
-  }
-  const current = group;
-  if (current.next !== undefined) return current.next;
-  const start = (): Promise<void> => {
-    const running = syncDirectoryNow(directory).finally(() => {
-      current.running = undefined;
-      if (current.next === undefined && directoryGroups.get(directory) === current)
-        directoryGroups.delete(directory);
-    });
-    current.running = running;
-    return running;
-  };
-  if (current.running === undefined) return start();
-  const next = current.running
-    .catch(() => {})
-    .then(() => {
-      current.next = undefined;
-      return start();
-    });
-  current.next = next;
-  return next;
+  return fsyncDirectoryInGroups(directory);
 }
 
-/** Per directory: the fsync running, and the one the calls made since it started wait for. */
-const directoryGroups = new Map<
-  string,
-  { running: Promise<void> | undefined; next: Promise<void> | undefined }
->();
+const fsyncDirectoryInGroups = groupCalls(syncDirectoryNow);
 
 async function syncDirectoryNow(directory: string): Promise<void> {
   let fd: number | undefined;

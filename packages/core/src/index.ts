@@ -58,6 +58,7 @@ export {
   readUtf8,
   writeFd,
 } from "./fs-calls.js";
+export { groupCalls } from "./grouped-calls.js";
 export { type LinkedSignal, linkAbortSignals } from "./linked-signal.js";
 export { type Logger, silentLogger } from "./logger.js";
 export * from "./message.js";

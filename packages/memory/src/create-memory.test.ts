@@ -1,4 +1,5 @@
 import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
+import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createToolkit } from "@almanac/agent";
@@ -6,7 +7,7 @@ import { createMessage, createTokenCounter, silentLogger } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import { type MemoryScope, OWNER_SCOPE, sharedScope } from "@almanac/memory-files";
 import { type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createMemory, type Memory, type MemoryOptions } from "./create-memory.js";
 
 let base: string;
@@ -87,6 +88,40 @@ describe("createMemory", () => {
     const shared = sharedScope({ channel: "discord", account: "default", kind: "group", id: "42" });
     expect(await memory.memoryContext(shared)).not.toContain("Hawk");
     expect(await memory.memoryContext(OWNER_SCOPE)).toContain("Hawk");
+  });
+
+  it("checks the files once for sessions that start together, each still seeing what changed before it asked", async () => {
+    memory = await createMemory(options());
+    await writeFile(path.join(workspace, "MEMORY.md"), "- The boat is called Wren\n");
+    expect(await memory.memoryContext(OWNER_SCOPE)).toContain("Wren");
+    // Hold the stat checks (node:fs's lstat, which core's fs-calls use) until released, counting them.
+    const fsModule = createRequire(import.meta.url)("node:fs") as typeof import("node:fs");
+    const original = fsModule.lstat;
+    const held: (() => void)[] = [];
+    let checks = 0;
+    let holding = true;
+    vi.spyOn(fsModule, "lstat").mockImplementation(((file: string, ...rest: unknown[]) => {
+      if (String(file).startsWith(workspace)) checks += 1;
+      const go = () => (original as (...args: unknown[]) => void)(file, ...rest);
+      if (holding) held.push(go);
+      else go();
+    }) as typeof fsModule.lstat);
+    syncBuiltinESMExports();
+    try {
+      const first = memory.memoryContext(OWNER_SCOPE);
+      // Edited by hand after the first session's check began: the sessions that start now must see it.
+      await writeFile(path.join(workspace, "MEMORY.md"), "- The boat is called Kite\n");
+      const together = Array.from({ length: 50 }, () => memory?.memoryContext(OWNER_SCOPE));
+      holding = false;
+      for (const go of held.splice(0)) go();
+      const [, ...later] = await Promise.all([first, ...together]);
+      for (const text of later) expect(text).toContain("The boat is called Kite");
+      // Two checks of three files (the first session's, then one for the fifty), not 51.
+      expect(checks).toBe(6);
+    } finally {
+      vi.restoreAllMocks();
+      syncBuiltinESMExports();
+    }
   });
 
   it("indexes what the agent's file tools write, finds it in its scope only, and refuses a stale write", async () => {
