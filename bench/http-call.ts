@@ -1,19 +1,23 @@
 import { type Agent, request } from "node:http";
 
-/** One HTTP request over `agent` (keep-alive in the benches); the whole answer as text. */
+/** One HTTP request over `agent` (keep-alive in the benches); the whole answer as text, and its `Server-Timing`. */
 export function httpCall(
   agent: Agent,
   method: string,
   url: string,
   headers: Record<string, string>,
   body?: string,
-): Promise<{ status: number; text: string }> {
+): Promise<{ status: number; text: string; serverTiming: string | undefined }> {
   return new Promise((resolve, reject) => {
     const outgoing = request(url, { method, headers, agent }, (response) => {
       const chunks: Buffer[] = [];
       response.on("data", (chunk: Buffer) => chunks.push(chunk));
       response.on("end", () =>
-        resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }),
+        resolve({
+          status: response.statusCode ?? 0,
+          text: Buffer.concat(chunks).toString("utf8"),
+          serverTiming: [response.headers["server-timing"] ?? []].flat().join(", ") || undefined,
+        }),
       );
       response.on("error", reject);
     });

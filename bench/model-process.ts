@@ -5,14 +5,24 @@
  * scavenges the server's turns wait for. Not part of the test run.
  *
  * The child speaks over its stdio: it prints `{"baseURL": …}` once listening; for each `bodies` line it reads,
- * it prints the bodies of the chat requests it got since the last one, as one JSON array line; it closes when
- * its stdin ends.
+ * it prints the bodies of the chat requests it got since the last one, as one JSON array line; for each
+ * `timings` line, how long it took to answer each chat request since the last one (from the request's start
+ * to the answer's last byte handed to the kernel, node:http's diagnostics channels), with the request's last
+ * user message to tell them apart; it closes when its stdin ends.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { subscribe } from "node:diagnostics_channel";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { script, startScriptedLlm } from "@almanac/testkit";
 import { killOnExit } from "./child-cleanup.js";
+
+/** One chat request as the model saw it: its last user message, and the ms from its start to its answer's end. */
+export interface ChatTiming {
+  readonly lastUserText: string;
+  readonly ms: number;
+}
 
 /** A scripted model running in a child process (see {@link startModelProcess}). */
 export interface ModelProcess {
@@ -20,6 +30,8 @@ export interface ModelProcess {
   readonly pid: number;
   /** The bodies of the chat requests the model got since the last call (or since it started). */
   chatBodies(): Promise<unknown[]>;
+  /** How long the model took over each chat request answered since the last call, with its last user message. */
+  chatTimings(): Promise<ChatTiming[]>;
   close(): Promise<void>;
 }
 
@@ -52,6 +64,10 @@ export async function startModelProcess(): Promise<ModelProcess> {
       child.stdin?.write("bodies\n");
       return JSON.parse(await nextLine()) as unknown[];
     },
+    async chatTimings() {
+      child.stdin?.write("timings\n");
+      return JSON.parse(await nextLine()) as ChatTiming[];
+    },
     async close() {
       child.stdin?.end();
       await exited;
@@ -59,13 +75,47 @@ export async function startModelProcess(): Promise<ModelProcess> {
   };
 }
 
+/** The last user message of a chat request body, as text ("" when there is none). */
+function lastUserText(body: unknown): string {
+  const messages = (body as { messages?: { role?: unknown; content?: unknown }[] } | null)?.messages;
+  const last = Array.isArray(messages) ? messages.findLast((message) => message.role === "user") : undefined;
+  return typeof last?.content === "string" ? last.content : JSON.stringify(last?.content ?? "");
+}
+
 if (process.argv.includes("--serve")) {
   const llm = await startScriptedLlm({});
   llm.setFallback(() => script.text("ok"));
   let seen = 0;
+  // Each chat request's start, by its response; when the response finishes, the time it took, matched to the
+  // request's record (the scripted model records a request once its body is read) by order of arrival.
+  const started = new WeakMap<ServerResponse, number>();
+  const finished: number[] = [];
+  subscribe("http.server.request.start", (message) => {
+    const { request, response } = message as { request: IncomingMessage; response: ServerResponse };
+    if (request.url === "/v1/chat/completions") started.set(response, performance.now());
+  });
+  subscribe("http.server.response.finish", (message) => {
+    const { response } = message as { response: ServerResponse };
+    const start = started.get(response);
+    if (start !== undefined) finished.push(performance.now() - start);
+  });
+  let timed = 0;
   process.stdout.write(`${JSON.stringify({ baseURL: llm.baseURL })}\n`);
   const commands = createInterface({ input: process.stdin });
   commands.on("line", (line) => {
+    if (line === "timings") {
+      // Requests are answered in the order they arrive here (each answer is immediate), so the n-th finish
+      // is the n-th recorded chat request.
+      const chats = llm.requests.filter((request) => request.path === "/v1/chat/completions");
+      const count = Math.min(chats.length, finished.length);
+      const timings = chats.slice(timed, count).map((request, index) => ({
+        lastUserText: lastUserText(request.body),
+        ms: finished[timed + index] ?? 0,
+      }));
+      timed = count;
+      process.stdout.write(`${JSON.stringify(timings)}\n`);
+      return;
+    }
     if (line !== "bodies") return;
     const bodies = llm.requests
       .slice(seen)

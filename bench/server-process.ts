@@ -111,13 +111,21 @@ async function main(): Promise<void> {
   const { base, pid: serverPid, startMs } = server;
   const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
 
+  /** The latest turn's `Server-Timing` durations (ms): its waits on the model, and the whole request's. */
+  let lastTiming = { model: Number.NaN, total: Number.NaN };
   const turn = async (user: string, content: string): Promise<number> => {
     const begin = performance.now();
     const body = JSON.stringify({ model: "almanac", user, messages: [{ role: "user", content }] });
     const response = await call("POST", `${base}/v1/chat/completions`, headers, body);
     if (response.status !== 200) throw new Error(`turn failed: ${response.status} ${response.text}`);
     JSON.parse(response.text);
-    return performance.now() - begin;
+    const latency = performance.now() - begin;
+    const timing = response.serverTiming ?? "";
+    lastTiming = {
+      model: Number(/model;dur=([\d.]+)/.exec(timing)?.[1] ?? Number.NaN),
+      total: Number(/total;dur=([\d.]+)/.exec(timing)?.[1] ?? Number.NaN),
+    };
+    return latency;
   };
   const search = async (query: string): Promise<number> => {
     const begin = performance.now();
@@ -192,19 +200,35 @@ async function main(): Promise<void> {
     // CPU per block of 50 turns: a cost that grows with the history shows as a rising row.
     const blocks: string[] = [];
     let blockStart = cpuBefore;
+    // What the server added to each turn, three ways: this client's latency minus the time the model itself took
+    // over the turn's requests (its own clock; the server's work and both HTTP hops are in), minus the model waits
+    // the server reports in `Server-Timing` (which count the server's building and reading of its model requests
+    // as model time), and inside the server (`Server-Timing` total minus model).
+    await model.chatTimings();
+    const beyondModelWait: number[] = [];
+    const insideServer: number[] = [];
     for (let index = 0; index < 300; index += 1) {
-      turns.push(await turn("sequential", `message ${index}`));
+      const latency = await turn("sequential", `message ${index}`);
+      turns.push(latency);
+      beyondModelWait.push(latency - lastTiming.model);
+      insideServer.push(lastTiming.total - lastTiming.model);
       if ((index + 1) % 50 === 0) {
         const now = cpuMs(serverPid);
         blocks.push(((now - blockStart) / 50).toFixed(2));
         blockStart = now;
       }
     }
+    const modelOwn = new Map<string, number>();
+    for (const { lastUserText, ms } of await model.chatTimings())
+      modelOwn.set(lastUserText, (modelOwn.get(lastUserText) ?? 0) + ms);
+    const beyondModel = turns.map(
+      (latency, index) => latency - (modelOwn.get(`message ${index}`) ?? Number.NaN),
+    );
     const cpuPerTurn = (cpuMs(serverPid) - cpuBefore) / turns.length;
     const systemPerTurn = (cpuMs(serverPid, "system") - systemBefore) / turns.length;
     const byThread = threadCpuPerTurn(serverPid, threadsBefore, turns.length);
     note(
-      `1 session, 300 sequential turns: ${format(turns)}; the model alone ${format(alone)}; server CPU ${cpuPerTurn.toFixed(2)} ms a turn, of it system ${systemPerTurn.toFixed(2)} ms (by 50 turns: ${blocks.join(", ")}; by thread: ${byThread}) (monotonic µs ${from}–${process.hrtime.bigint() / 1000n})`,
+      `1 session, 300 sequential turns: ${format(turns)}; the model alone ${format(alone)}; the model's own time over a turn's requests ${format([...modelOwn.values()])}; what the server added: beyond the model's own time ${format(beyondModel)}, beyond the model waits in Server-Timing ${format(beyondModelWait)}, inside the server (Server-Timing) ${format(insideServer)}; server CPU ${cpuPerTurn.toFixed(2)} ms a turn, of it system ${systemPerTurn.toFixed(2)} ms (by 50 turns: ${blocks.join(", ")}; by thread: ${byThread}) (monotonic µs ${from}–${process.hrtime.bigint() / 1000n})`,
     );
   }
 

@@ -73,6 +73,8 @@ for (let index = 0; index < 300; index += 1) {
 const single: number[] = [];
 /** Each turn's latency minus the model wait its `Server-Timing` header reports. */
 const beyondModel: number[] = [];
+/** Each turn's `total` minus its `model` in `Server-Timing`: the server's own time, without the client's. */
+const insideServer: number[] = [];
 await modelRequestBodies();
 for (let index = 0; index < 300; index += 1) {
   const start = performance.now();
@@ -81,6 +83,8 @@ for (let index = 0; index < 300; index += 1) {
   single.push(latency);
   const modelMs = /model;dur=([\d.]+)/.exec(response.headers.get("server-timing") ?? "")?.[1];
   beyondModel.push(latency - Number(modelMs ?? Number.NaN));
+  const totalMs = /total;dur=([\d.]+)/.exec(response.headers.get("server-timing") ?? "")?.[1];
+  insideServer.push(Number(totalMs ?? Number.NaN) - Number(modelMs ?? Number.NaN));
 }
 
 // Each sequential turn's own model request (its growing history, its tool specs) replayed straight to the
@@ -122,6 +126,10 @@ console.log(
 console.log(
   `server overhead per turn, 1 session, from Server-Timing: ${format(beyondModel)} (each turn - the model wait the server reports)`,
 );
+console.log(
+  `server overhead per turn, 1 session, inside the server: ${format(insideServer)} (Server-Timing total - model)`,
+);
+if (process.env.BENCH_DUMP_TURNS) console.log(JSON.stringify({ beyondModel, insideServer }));
 console.log(
   `  (old measure: turn p50 - tiny-request model p50 = ${(percentile(single, 50) - percentile(modelOnly, 50)).toFixed(2)} ms)`,
 );
