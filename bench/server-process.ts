@@ -15,6 +15,7 @@
  * `--dump-concurrent <file>` writes phase 5's turns (round, session, turn, start and latency in ms) as JSON lines.
  * `--max-concurrent-turns <n>` sets ALMANAC_MAX_CONCURRENT_TURNS (default 100 here, so phase 5's turns all run at
  * once; the server's own default is 8).
+ * BENCH_KEEP_LOG=1 keeps the server's log (with `--node-flags=--trace-gc`, its collections) and prints its path.
  * `--quick` stops after 2 (for comparing start-up memory); `--memory empty` starts with no memory files;
  * `--restart` measures a second start over the index the first one built (after `--idle-seconds`).
  *
@@ -373,7 +374,9 @@ async function startAlmanac(
         stop: async () => {
           server.kill("SIGTERM");
           await exited;
-          await rm(dirname(logFile), { recursive: true, force: true });
+          if (process.env.BENCH_KEEP_LOG === undefined)
+            await rm(dirname(logFile), { recursive: true, force: true });
+          else console.error(`server log kept: ${logFile}`);
         },
       };
     }

@@ -228,8 +228,10 @@ export async function createMemory(options: MemoryOptions): Promise<Memory> {
    * A write through the store replaces the file (a new inode); an edit in place changes its times.
    *
    * The checks of one scope run in groups (core's `groupCalls`): sessions starting while a check runs share
-   * the one after it, which still sees every change made before they asked. The three lstats a session, each a
-   * hand-off to the thread pool, were ~7 % of the main thread's samples while 100 sessions started at once.
+   * the one after it, which still sees every change made before they asked. 100 sessions starting at once made
+   * 300 lstats, each a hand-off to the thread pool; now ~200 (bench/new-sessions.ts under strace). The
+   * main thread's CPU moved within the noise: most of the ~7 % of its profile samples that sat in those lstats
+   * were waits for the CPU after the hand-off, on 2 cores shared with the model and the client.
    */
   const KEPT_CONTEXTS = 256; // scopes: the owner and each shared chat
   const contexts = new Map<string, { readonly stamps: string; readonly text: string }>();
