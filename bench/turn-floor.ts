@@ -5,7 +5,8 @@
  * conversation in memory, and sends it whole to the scripted model (its own process, as in
  * bench/server-process.ts) with the `openai` client over the llm package's keep-alive `node:http` fetch; a client
  * in a third process sends `--turns` sequential turns (after 50 warm-up ones). Printed: the turn latency p50/p99
- * as the client saw it and this process's CPU per turn, to set beside bench/server-process.ts's
+ * as the client saw it, the same minus the time the model itself took over the turn's request (its own clock,
+ * bench/model-process.ts), and this process's CPU per turn, to set beside bench/server-process.ts's
  * "300 sequential turns" row (no transcript, snapshot, session, agent, logging or statistics here).
  *
  * `--llm http` calls the model with a bare keep-alive `node:http` request instead of the `openai` client.
@@ -31,6 +32,7 @@ import Fastify from "fastify";
 import OpenAI from "openai";
 import { killOnExit } from "./child-cleanup.js";
 import { httpCall } from "./http-call.js";
+import { startModelProcess } from "./model-process.js";
 
 const { values } = parseArgs({
   options: {
@@ -48,12 +50,8 @@ const sessions = Number(values.sessions);
 /** The client's process: warm-up, then `turns` timed turns; prints the latencies as JSON. */
 async function runClient(port: number): Promise<void> {
   const agent = new Agent({ keepAlive: true });
-  const send = async (user: string): Promise<void> => {
-    const body = JSON.stringify({
-      model: "floor",
-      user,
-      messages: [{ role: "user", content: "hello there" }],
-    });
+  const send = async (user: string, content = "hello there"): Promise<void> => {
+    const body = JSON.stringify({ model: "floor", user, messages: [{ role: "user", content }] });
     const { status } = await httpCall(
       agent,
       "POST",
@@ -67,12 +65,14 @@ async function runClient(port: number): Promise<void> {
   if (sessions > 1 && !values["cold-connections"])
     await Promise.all(Array.from({ length: sessions }, () => send("warm-up")));
   process.stdout.write("start\n");
-  const latencies: number[] = [];
+  // Each turn's text names it, so the model's own time over it can be matched (bench/model-process.ts).
+  const latencies: { text: string; ms: number }[] = [];
   const conversation = async (user: string): Promise<void> => {
     for (let turn = 0; turn < turns; turn += 1) {
+      const text = `${user} turn ${turn}`;
       const started = performance.now();
-      await send(user);
-      latencies.push(performance.now() - started);
+      await send(user, text);
+      latencies.push({ text, ms: performance.now() - started });
     }
   };
   await Promise.all(Array.from({ length: sessions }, (_, index) => conversation(`session-${index}`)));
@@ -119,12 +119,8 @@ async function bareCall(url: string, json: string): Promise<unknown> {
 }
 
 async function main(): Promise<void> {
-  const serverProcess = fileURLToPath(new URL("./server-process.ts", import.meta.url));
-  const model = spawn(process.execPath, [...process.execArgv, serverProcess, "--serve-model"], {
-    stdio: ["pipe", "pipe", "inherit"],
-  });
-  killOnExit(model);
-  const { baseURL } = JSON.parse((await lines(model).next()).value) as { baseURL: string };
+  const model = await startModelProcess();
+  const { baseURL } = model;
   const client = new OpenAI({
     baseURL,
     apiKey: "k",
@@ -195,23 +191,30 @@ async function main(): Promise<void> {
       stdio: ["ignore", "pipe", "inherit"],
     },
   );
+  killOnExit(clientProcess);
   const output = lines(clientProcess);
   await output.next(); // warmed up
   const cpuBefore = process.cpuUsage();
-  const latencies = JSON.parse((await output.next()).value) as number[];
+  const turnsSeen = JSON.parse((await output.next()).value) as { text: string; ms: number }[];
   const cpu = process.cpuUsage(cpuBefore);
-  latencies.sort((a, b) => a - b);
-  const at = (share: number) =>
-    latencies[Math.min(latencies.length - 1, Math.floor(share * latencies.length))]!;
+  const modelOwn = new Map<string, number>();
+  for (const { lastUserText, ms } of await model.chatTimings())
+    modelOwn.set(lastUserText, (modelOwn.get(lastUserText) ?? 0) + ms);
+  const latencies = turnsSeen.map((seen) => seen.ms).sort((a, b) => a - b);
+  const beyondModel = turnsSeen
+    .map((seen) => seen.ms - (modelOwn.get(seen.text) ?? Number.NaN))
+    .sort((a, b) => a - b);
+  const at = (share: number, values = latencies) =>
+    values[Math.min(values.length - 1, Math.floor(share * values.length))]!;
   const shape =
     sessions === 1
       ? `${turns} sequential turns`
       : `${sessions} sessions at once × ${turns} turns, ${values["cold-connections"] ? "new" : "open"} connections`;
   const all = turns * sessions;
   console.log(
-    `turn floor (${values.http === "node" ? "node:http" : "fastify"} + ${values.llm === "http" ? "bare node:http call" : "openai client"}, ${shape}): p50 ${at(0.5).toFixed(2)} ms, p99 ${at(0.99).toFixed(2)} ms; this process's CPU ${((cpu.user + cpu.system) / 1000 / all).toFixed(2)} ms a turn, of it system ${(cpu.system / 1000 / all).toFixed(2)} ms`,
+    `turn floor (${values.http === "node" ? "node:http" : "fastify"} + ${values.llm === "http" ? "bare node:http call" : "openai client"}, ${shape}): p50 ${at(0.5).toFixed(2)} ms, p99 ${at(0.99).toFixed(2)} ms; beyond the model's own time p50 ${at(0.5, beyondModel).toFixed(2)} ms, p99 ${at(0.99, beyondModel).toFixed(2)} ms; this process's CPU ${((cpu.user + cpu.system) / 1000 / all).toFixed(2)} ms a turn, of it system ${(cpu.system / 1000 / all).toFixed(2)} ms`,
   );
-  model.stdin?.end();
+  await model.close();
   modelAgent.destroy();
   await close();
 }
