@@ -12,7 +12,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { subscribe } from "node:diagnostics_channel";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { script, startScriptedLlm } from "@almanac/testkit";
@@ -35,11 +35,26 @@ export interface ModelProcess {
   close(): Promise<void>;
 }
 
+/** Options of {@link startModelProcess}. */
+export interface ModelProcessOptions {
+  /**
+   * How long the model keeps an idle connection open (node:http's `keepAliveTimeout`; default Node's 5 s). After a
+   * longer pause the server's next requests open new connections, which the model accepts one per turn of its
+   * event loop (libuv/libuv#3696).
+   */
+  readonly keepAliveMs?: number;
+}
+
 /** Spawns the scripted model in its own process and waits until it listens. */
-export async function startModelProcess(): Promise<ModelProcess> {
-  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), "--serve"], {
-    stdio: ["pipe", "pipe", "inherit"],
-  });
+export async function startModelProcess(options: ModelProcessOptions = {}): Promise<ModelProcess> {
+  const keepAlive = options.keepAliveMs === undefined ? [] : ["--keep-alive-ms", String(options.keepAliveMs)];
+  const child = spawn(
+    process.execPath,
+    [...process.execArgv, fileURLToPath(import.meta.url), "--serve", ...keepAlive],
+    {
+      stdio: ["pipe", "pipe", "inherit"],
+    },
+  );
   killOnExit(child);
   const lines = createInterface({ input: child.stdout as NonNullable<ChildProcess["stdout"]> });
   const iterator = lines[Symbol.asyncIterator]();
@@ -90,8 +105,15 @@ if (process.argv.includes("--serve")) {
   // request's record (the scripted model records a request once its body is read) by order of arrival.
   const started = new WeakMap<ServerResponse, number>();
   const finished: number[] = [];
+  const keepAliveAt = process.argv.indexOf("--keep-alive-ms");
+  const keepAliveMs = keepAliveAt === -1 ? undefined : Number(process.argv[keepAliveAt + 1]);
   subscribe("http.server.request.start", (message) => {
-    const { request, response } = message as { request: IncomingMessage; response: ServerResponse };
+    const { request, response, server } = message as {
+      request: IncomingMessage;
+      response: ServerResponse;
+      server: Server;
+    };
+    if (keepAliveMs !== undefined) server.keepAliveTimeout = keepAliveMs;
     if (request.url === "/v1/chat/completions") started.set(response, performance.now());
   });
   subscribe("http.server.response.finish", (message) => {

@@ -16,6 +16,8 @@
  * `--max-concurrent-turns <n>` sets ALMANAC_MAX_CONCURRENT_TURNS (default 100 here, so phase 5's turns all run at
  * once; the server's own default is 8).
  * `--sequential-warm-up <n>` turns (default 20) come before phase 3's: with 2,000 V8 has optimized the turn path.
+ * `--model-keep-alive-ms <ms>`: how long the scripted model keeps idle connections (Node's default 5 s closes them
+ * during the idle phases, so phase 5's first round opens new ones; see bench/model-process.ts).
  * BENCH_KEEP_LOG=1 keeps the server's log (with `--node-flags=--trace-gc`, its collections) and prints its path.
  * `--quick` stops after 2 (for comparing start-up memory); `--memory empty` starts with no memory files;
  * `--restart` measures a second start over the index the first one built (after `--idle-seconds`).
@@ -56,6 +58,7 @@ const { values } = parseArgs({
     "max-concurrent-turns": { type: "string", default: "100" },
     "concurrent-rounds": { type: "string", default: "3" },
     "sequential-warm-up": { type: "string", default: "20" },
+    "model-keep-alive-ms": { type: "string" },
   },
 });
 
@@ -82,7 +85,10 @@ async function main(): Promise<void> {
   const idleSessions = Number(values.sessions);
   const token = "bench-admin-token-0123456789";
 
-  const model = await startModelProcess();
+  const modelKeepAlive = values["model-keep-alive-ms"];
+  const model = await startModelProcess(
+    modelKeepAlive === undefined ? {} : { keepAliveMs: Number(modelKeepAlive) },
+  );
   const { pid: modelPid, baseURL: modelURL } = model;
 
   const home = await mkdtemp(join(tmpdir(), "almanac-process-bench-"));
