@@ -8,7 +8,9 @@
  * it prints the bodies of the chat requests it got since the last one, as one JSON array line; for each
  * `timings` line, how long it took to answer each chat request since the last one (from the request's start
  * to the answer's last byte handed to the kernel, node:http's diagnostics channels), with the request's last
- * user message to tell them apart; it closes when its stdin ends.
+ * user message to tell them apart; it closes when its stdin ends. The timings pair the n-th answer finished
+ * with the n-th request recorded: exact for requests that come one at a time (the sequential phases that use
+ * them); requests in flight together may be paired with each other's times.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { subscribe } from "node:diagnostics_channel";
@@ -126,8 +128,7 @@ if (process.argv.includes("--serve")) {
   const commands = createInterface({ input: process.stdin });
   commands.on("line", (line) => {
     if (line === "timings") {
-      // Requests are answered in the order they arrive here (each answer is immediate), so the n-th finish
-      // is the n-th recorded chat request.
+      // One request at a time, the n-th answer finished is the n-th request recorded (see the top comment).
       const chats = llm.requests.filter((request) => request.path === "/v1/chat/completions");
       const count = Math.min(chats.length, finished.length);
       const timings = chats.slice(timed, count).map((request, index) => ({

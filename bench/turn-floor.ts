@@ -6,7 +6,7 @@
  * bench/server-process.ts) with the `openai` client over the llm package's keep-alive `node:http` fetch; a client
  * in a third process sends `--turns` sequential turns (after 50 warm-up ones). Printed: the turn latency p50/p99
  * as the client saw it, the same minus the time the model itself took over the turn's request (its own clock,
- * bench/model-process.ts), and this process's CPU per turn, to set beside bench/server-process.ts's
+ * bench/model-process.ts; one conversation only), and this process's CPU per turn, to set beside bench/server-process.ts's
  * "300 sequential turns" row (no transcript, snapshot, session, agent, logging or statistics here).
  *
  * `--llm http` calls the model with a bare keep-alive `node:http` request instead of the `openai` client.
@@ -212,7 +212,7 @@ async function main(): Promise<void> {
       : `${sessions} sessions at once × ${turns} turns, ${values["cold-connections"] ? "new" : "open"} connections`;
   const all = turns * sessions;
   console.log(
-    `turn floor (${values.http === "node" ? "node:http" : "fastify"} + ${values.llm === "http" ? "bare node:http call" : "openai client"}, ${shape}): p50 ${at(0.5).toFixed(2)} ms, p99 ${at(0.99).toFixed(2)} ms; beyond the model's own time p50 ${at(0.5, beyondModel).toFixed(2)} ms, p99 ${at(0.99, beyondModel).toFixed(2)} ms; this process's CPU ${((cpu.user + cpu.system) / 1000 / all).toFixed(2)} ms a turn, of it system ${(cpu.system / 1000 / all).toFixed(2)} ms`,
+    `turn floor (${values.http === "node" ? "node:http" : "fastify"} + ${values.llm === "http" ? "bare node:http call" : "openai client"}, ${shape}): p50 ${at(0.5).toFixed(2)} ms, p99 ${at(0.99).toFixed(2)} ms${sessions === 1 ? `; beyond the model's own time p50 ${at(0.5, beyondModel).toFixed(2)} ms, p99 ${at(0.99, beyondModel).toFixed(2)} ms` : ""}; this process's CPU ${((cpu.user + cpu.system) / 1000 / all).toFixed(2)} ms a turn, of it system ${(cpu.system / 1000 / all).toFixed(2)} ms`,
   );
   await model.close();
   modelAgent.destroy();
