@@ -1,5 +1,5 @@
 import { readFileSync, writeFileSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { script } from "@almanac/testkit";
@@ -8,9 +8,13 @@ import { waitFor } from "./server-process.js";
 import { isSummarizerRequest, startTestServer, type TestServer } from "./test-server.js";
 
 let running: TestServer | undefined;
+/** A home a test made itself (the test server removes only the homes it makes). */
+let ownHome: string | undefined;
 afterEach(async () => {
   await running?.close();
   running = undefined;
+  if (ownHome !== undefined) await rm(ownHome, { recursive: true, force: true });
+  ownHome = undefined;
 });
 
 const isSummarizer = isSummarizerRequest;
@@ -41,6 +45,7 @@ describe("the start-up sync of a fresh index", () => {
     // batches. (With 600 notes, two batches, only the last sixth of the index phase was part-way, and a loaded
     // CI machine answered no poll in it; here 13-19 polls land part-way, with both cores loaded too.)
     const home = await mkdtemp(join(tmpdir(), "almanac-sync-"));
+    ownHome = home;
     const memoryDir = join(home, "workspace", "memory");
     await mkdir(memoryDir, { recursive: true });
     const words = ["budget", "deploy", "garden", "invoice", "kernel", "lantern", "meadow", "orbit", "quartz"];
