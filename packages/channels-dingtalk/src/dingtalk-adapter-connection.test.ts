@@ -1,7 +1,8 @@
 import { createServer } from "node:http";
+import { createRecordingLogger } from "@almanac/testkit";
 import { startFakeDingTalk, waitUntil } from "@almanac/testkit/dingtalk";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { type Harness, recordingLogger, startHarness } from "../test/adapter-harness.js";
+import { type Harness, startHarness } from "../test/adapter-harness.js";
 import { createDingTalkAdapter, type DingTalkAdapter } from "./dingtalk-adapter.js";
 import { isDingTalkError } from "./errors.js";
 
@@ -113,7 +114,7 @@ describe("DingTalk adapter: connection", () => {
   it("reports bad credentials as status error and stops trying", async () => {
     const fake = await startFakeDingTalk();
     cleanups.push(() => fake.close());
-    const logs = recordingLogger();
+    const logs = createRecordingLogger();
     const adapter = track(
       createDingTalkAdapter({
         clientId: fake.clientId,

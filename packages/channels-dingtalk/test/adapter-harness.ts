@@ -1,5 +1,6 @@
 // Test support only (imported by *.test.ts): a real adapter wired to the fake DingTalk from @almanac/testkit.
-import type { InboundMessage, Logger } from "@almanac/core";
+import type { InboundMessage } from "@almanac/core";
+import { createRecordingLogger, type LogEntry } from "@almanac/testkit";
 import {
   type FakeDingTalk,
   type FakeDingTalkOptions,
@@ -8,31 +9,6 @@ import {
 } from "@almanac/testkit/dingtalk";
 import { createDingTalkAdapter, type DingTalkAdapter } from "../src/dingtalk-adapter.js";
 import type { DingTalkAdapterConfig } from "../src/types.js";
-
-/** One call to the recording logger. */
-export interface LogEntry {
-  readonly level: "debug" | "info" | "warn" | "error";
-  readonly message: string | undefined;
-  readonly fields: Record<string, unknown>;
-}
-
-/** A logger that keeps every entry, so tests can assert nothing went wrong quietly. */
-export function recordingLogger(entries: LogEntry[] = []): Logger & { readonly entries: LogEntry[] } {
-  const at =
-    (level: LogEntry["level"]) =>
-    (fields: Record<string, unknown>, message?: string): void => {
-      entries.push({ level, message, fields });
-    };
-  const logger = {
-    entries,
-    debug: at("debug"),
-    info: at("info"),
-    warn: at("warn"),
-    error: at("error"),
-    child: () => logger,
-  };
-  return logger;
-}
 
 /** A started adapter, the fake it talks to, and what it received. */
 export interface Harness {
@@ -63,7 +39,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     clientSecret: fake.clientSecret,
     gatewayUrl: fake.url,
     apiBaseUrl: fake.url,
-    logger: recordingLogger(logs),
+    logger: createRecordingLogger(logs),
     ...options.adapter,
   });
   const harness: Harness = {

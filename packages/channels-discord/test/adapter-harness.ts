@@ -1,4 +1,5 @@
-import type { InboundMessage, Logger } from "@almanac/core";
+import type { InboundMessage } from "@almanac/core";
+import { createRecordingLogger, type LogEntry } from "@almanac/testkit";
 import {
   type FakeDiscord,
   type FakeDiscordOptions,
@@ -8,36 +9,13 @@ import {
 import { createDiscordAdapter, type DiscordAdapter } from "../src/discord-adapter.js";
 import type { DiscordAdapterConfig } from "../src/types.js";
 
-/** One line a {@link recordingLogger} kept. */
-export interface LogLine {
-  readonly level: "debug" | "info" | "warn" | "error";
-  readonly message: string;
-  readonly fields: Record<string, unknown>;
-}
-
-/** A logger that keeps warn and error lines (debug is dropped: discord.js is chatty). */
-export function recordingLogger(lines: LogLine[]): Logger {
-  const keep =
-    (level: LogLine["level"]) =>
-    (fields: Record<string, unknown>, message = ""): void => {
-      if (level === "warn" || level === "error") lines.push({ level, message, fields });
-    };
-  const logger: Logger = {
-    debug: keep("debug"),
-    info: keep("info"),
-    warn: keep("warn"),
-    error: keep("error"),
-    child: () => logger,
-  };
-  return logger;
-}
-
 /** A fake Discord and an adapter pointed at it, with everything the adapter delivered. */
 export interface AdapterHarness {
   readonly fake: FakeDiscord;
   readonly adapter: DiscordAdapter;
   readonly inbound: InboundMessage[];
-  readonly logs: LogLine[];
+  /** The adapter's warn and error lines (debug is dropped: discord.js is chatty). */
+  readonly logs: LogEntry[];
   /** Starts the adapter, collecting inbound messages. */
   start(): Promise<void>;
   /** Waits until an inbound message matching `match` was delivered, and returns it. */
@@ -51,11 +29,11 @@ export async function createAdapterHarness(
 ): Promise<AdapterHarness> {
   const fake = await startFakeDiscord({ heartbeatIntervalMs: 300, ...options.fake });
   const inbound: InboundMessage[] = [];
-  const logs: LogLine[] = [];
+  const logs: LogEntry[] = [];
   const adapter = createDiscordAdapter({
     token: fake.token(),
     apiBaseUrl: fake.apiUrl,
-    logger: recordingLogger(logs),
+    logger: createRecordingLogger(logs, { levels: ["warn", "error"] }),
     typingIntervalMs: 100,
     retryDelayMs: 50,
     ...options.adapter,

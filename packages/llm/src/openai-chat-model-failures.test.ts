@@ -1,6 +1,6 @@
 import { createServer } from "node:http";
-import { createMessage, type Logger, messageText } from "@almanac/core";
-import { type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
+import { createMessage, messageText } from "@almanac/core";
+import { createRecordingLogger, type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ModelError, type ModelErrorKind } from "./model-error.js";
 import { createOpenAIChatModel, type OpenAIChatModelConfig } from "./openai-chat-model.js";
@@ -53,23 +53,10 @@ async function expectModelError(
   return modelError;
 }
 
-function recordingLogger(): Logger & { readonly warnings: Array<Record<string, unknown>> } {
-  const warnings: Array<Record<string, unknown>> = [];
-  const logger = {
-    warnings,
-    debug: () => {},
-    info: () => {},
-    warn: (fields: Record<string, unknown>) => warnings.push(fields),
-    error: () => {},
-    child: () => logger,
-  };
-  return logger;
-}
-
 describe("createOpenAIChatModel — retries", () => {
   it("waits the Retry-After of a 429 before retrying, and logs the retry without the key", async () => {
     llm.enqueue(script.error(429, { retryAfter: 1 }), script.text("after the wait"));
-    const logger = recordingLogger();
+    const logger = createRecordingLogger([], { levels: ["warn"] });
     const model = chatModel({ logger });
     const response = await model.complete(ask);
 
@@ -77,8 +64,13 @@ describe("createOpenAIChatModel — retries", () => {
     expect(response.attempts).toBe(2);
     expect(sleeps).toEqual([1000]);
     expect(model.usageTotals().retries).toBe(1);
-    expect(logger.warnings[0]).toMatchObject({ kind: "rate_limit", status: 429, attempt: 1, delayMs: 1000 });
-    expect(JSON.stringify(logger.warnings)).not.toContain(apiKey);
+    expect(logger.entries[0]?.fields).toMatchObject({
+      kind: "rate_limit",
+      status: 429,
+      attempt: 1,
+      delayMs: 1000,
+    });
+    expect(JSON.stringify(logger.entries)).not.toContain(apiKey);
   });
 
   it("really waits about a second for Retry-After: 1 with the default sleep", async () => {

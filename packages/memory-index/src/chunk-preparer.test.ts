@@ -6,8 +6,9 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
+import { createRecordingLogger } from "@almanac/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { createRecordingLogger, waitFor } from "../test/test-support.js";
+import { waitFor } from "../test/test-support.js";
 import { type ChunkPreparer, createChunkPreparer } from "./chunk-preparer.js";
 import { prepareIndexChunks } from "./prepare-index-chunks.js";
 

@@ -1,6 +1,6 @@
 import type { Embedder } from "@almanac/core";
+import { createRecordingLogger } from "@almanac/testkit";
 import { describe, expect, it } from "vitest";
-import { createRecordingLogger } from "../test/test-support.js";
 import { createCircuitBreaker } from "./circuit-breaker.js";
 import { createEmbeddingGate } from "./embedding-gate.js";
 

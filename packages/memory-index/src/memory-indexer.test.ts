@@ -2,9 +2,9 @@ import { mkdir, mkdtemp, rename, rm, symlink, unlink, writeFile } from "node:fs/
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createOpenAIEmbedder } from "@almanac/llm";
-import { type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
+import { createRecordingLogger, type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createRecordingLogger, embeddedTexts, waitFor } from "../test/test-support.js";
+import { embeddedTexts, waitFor } from "../test/test-support.js";
 import { createEmbeddingGate } from "./embedding-gate.js";
 import { createMemoryIndexer, type MemoryIndexer, type SyncProgress } from "./memory-indexer.js";
 import { createMemorySearch } from "./memory-search.js";

@@ -1,34 +1,6 @@
-import type { Logger } from "@almanac/core";
 import { z } from "zod";
 
 // Helpers shared by this directory's tests (never imported by production code).
-
-/** One recorded log call. */
-export interface LogEntry {
-  readonly level: "debug" | "info" | "warn" | "error";
-  readonly message: string | undefined;
-  readonly fields: Record<string, unknown>;
-}
-
-/** A logger that records every call (children included) for assertions. */
-export function createRecordingLogger(): Logger & { readonly entries: LogEntry[] } {
-  const entries: LogEntry[] = [];
-  const make = (bindings: Record<string, unknown>): Logger => {
-    const record =
-      (level: LogEntry["level"]) =>
-      (fields: Record<string, unknown>, message?: string): void => {
-        entries.push({ level, message, fields: { ...bindings, ...fields } });
-      };
-    return {
-      debug: record("debug"),
-      info: record("info"),
-      warn: record("warn"),
-      error: record("error"),
-      child: (more) => make({ ...bindings, ...more }),
-    };
-  };
-  return Object.assign(make({}), { entries });
-}
 
 /** Polls `check` until it returns true, failing after `timeoutMs` (watch tests wait on the index, never sleep blindly). */
 export async function waitFor(

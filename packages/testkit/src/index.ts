@@ -1,4 +1,10 @@
 export {
+  createRecordingLogger,
+  type LogEntry,
+  type LogLevel,
+  type RecordingLoggerOptions,
+} from "./recording-logger.js";
+export {
   type EmbeddingStep,
   type EmptyChoicesStep,
   type ErrorStep,

@@ -1,6 +1,6 @@
 import { createMessage, type Message } from "@almanac/core";
+import { createRecordingLogger, type LogEntry } from "@almanac/testkit";
 import { describe, expect, it } from "vitest";
-import { createRecordingLogger, type LogEntry } from "../../test/recording-logger.js";
 import { CHECKPOINT_TURNS } from "./session-checkpoint.js";
 import { recoverFromTranscript } from "./session-recovery.js";
 

@@ -10,8 +10,8 @@ import {
   type Message,
   sessionKeyToFileStem,
 } from "@almanac/core";
+import { createRecordingLogger, type LogEntry } from "@almanac/testkit";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createRecordingLogger, type LogEntry } from "../../test/recording-logger.js";
 import type { SessionSnapshot } from "./session-snapshot.js";
 import { createSessionStore, type SessionStore } from "./session-store.js";
 
@@ -163,7 +163,7 @@ describe("snapshots", () => {
     expect(result).toEqual({ status: "corrupt", reason: expect.stringMatching(reason), movedTo });
     expect(await readFile(movedTo, "utf8")).toBe(content);
     expect(await store.load(KEY)).toEqual({ status: "missing" });
-    expect(logs.find((entry) => entry.level === "warn")?.object).toMatchObject({ key: KEY, movedTo });
+    expect(logs.find((entry) => entry.level === "warn")?.fields).toMatchObject({ key: KEY, movedTo });
   });
 
   it("never overwrites an earlier corrupt copy taken at the same instant", async () => {
@@ -212,7 +212,7 @@ describe("transcripts", () => {
     await writeFile(path, `${await readFile(path, "utf8")}{"key":"${KEY}","message":{"id":"m-c","ro`);
     expect(await collect(store.readTranscript(KEY))).toEqual([message("a"), message("b")]);
     expect(logs.find((entry) => entry.level === "warn")).toMatchObject({
-      object: { key: KEY, line: 3 },
+      fields: { key: KEY, line: 3 },
       message: expect.stringMatching(/torn final/),
     });
   });
@@ -279,7 +279,7 @@ describe("transcripts", () => {
     ].join("\n");
     await writeFile(join(dir, `${STEM}.jsonl`), content);
     expect(await collect(store.readTranscript(KEY))).toEqual([message("ok"), message("ok")]);
-    expect(logs.filter((entry) => entry.level === "warn").map((entry) => entry.object.line)).toEqual([2, 3]);
+    expect(logs.filter((entry) => entry.level === "warn").map((entry) => entry.fields.line)).toEqual([2, 3]);
   });
 
   it("reads the transcript as it was when reading began", async () => {
@@ -595,7 +595,7 @@ describe("written appends (fsynced later)", () => {
     await store.appendTranscript(KEY, [message("b")], "written");
     await vi.waitFor(() => expect(fsyncs.spy).toHaveBeenCalled());
     await vi.waitFor(() =>
-      expect(entries).toContainEqual(expect.objectContaining({ level: "error", object: expect.anything() })),
+      expect(entries).toContainEqual(expect.objectContaining({ level: "error", fields: expect.anything() })),
     );
     // Lines written before may not be on disk: the caller hears of it instead of a success.
     expect(await rejectionCode(store.appendTranscript(KEY, [message("c")]))).toMatch(/EIO/);
