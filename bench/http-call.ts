@@ -25,3 +25,10 @@ export function httpCall(
     outgoing.end(body);
   });
 }
+
+/** The model wait and the whole request of an Almanac answer's `Server-Timing` header, in ms (NaN when absent). */
+export function serverTimings(header: string | null | undefined): { model: number; total: number } {
+  const duration = (name: string) =>
+    Number(new RegExp(`${name};dur=([\\d.]+)`).exec(header ?? "")?.[1] ?? Number.NaN);
+  return { model: duration("model"), total: duration("total") };
+}

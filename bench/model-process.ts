@@ -17,7 +17,7 @@ import { subscribe } from "node:diagnostics_channel";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { script, startScriptedLlm } from "@almanac/testkit";
+import { lastUserText, script, startScriptedLlm } from "@almanac/testkit";
 import { killOnExit } from "./child-cleanup.js";
 
 /** One chat request as the model saw it: its last user message, and the ms from its start to its answer's end. */
@@ -92,13 +92,6 @@ export async function startModelProcess(options: ModelProcessOptions = {}): Prom
   };
 }
 
-/** The last user message of a chat request body, as text ("" when there is none). */
-function lastUserText(body: unknown): string {
-  const messages = (body as { messages?: { role?: unknown; content?: unknown }[] } | null)?.messages;
-  const last = Array.isArray(messages) ? messages.findLast((message) => message.role === "user") : undefined;
-  return typeof last?.content === "string" ? last.content : JSON.stringify(last?.content ?? "");
-}
-
 if (process.argv.includes("--serve")) {
   const llm = await startScriptedLlm({});
   llm.setFallback(() => script.text("ok"));
@@ -129,10 +122,10 @@ if (process.argv.includes("--serve")) {
   commands.on("line", (line) => {
     if (line === "timings") {
       // One request at a time, the n-th answer finished is the n-th request recorded (see the top comment).
-      const chats = llm.requests.filter((request) => request.path === "/v1/chat/completions");
+      const chats = llm.chatRequests();
       const count = Math.min(chats.length, finished.length);
       const timings = chats.slice(timed, count).map((request, index) => ({
-        lastUserText: lastUserText(request.body),
+        lastUserText: lastUserText(request),
         ms: finished[timed + index] ?? 0,
       }));
       timed = count;

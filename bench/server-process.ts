@@ -39,7 +39,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { killOnExit } from "./child-cleanup.js";
-import { httpCall } from "./http-call.js";
+import { httpCall, serverTimings } from "./http-call.js";
 import { startModelProcess } from "./model-process.js";
 import { percentile } from "./sample-stats.js";
 import { writeYearCorpus, yearQueries } from "./year-corpus.js";
@@ -129,11 +129,7 @@ async function main(): Promise<void> {
     if (response.status !== 200) throw new Error(`turn failed: ${response.status} ${response.text}`);
     JSON.parse(response.text);
     const latency = performance.now() - begin;
-    const timing = response.serverTiming ?? "";
-    lastTiming = {
-      model: Number(/model;dur=([\d.]+)/.exec(timing)?.[1] ?? Number.NaN),
-      total: Number(/total;dur=([\d.]+)/.exec(timing)?.[1] ?? Number.NaN),
-    };
+    lastTiming = serverTimings(response.serverTiming);
     return latency;
   };
   const search = async (query: string): Promise<number> => {

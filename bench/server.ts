@@ -10,6 +10,7 @@
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import OpenAI from "openai";
+import { serverTimings } from "./http-call.js";
 import { BENCH_TOKEN, startInProcessServer } from "./in-process-server.js";
 import { startModelProcess } from "./model-process.js";
 import { percentile } from "./sample-stats.js";
@@ -81,10 +82,9 @@ for (let index = 0; index < 300; index += 1) {
   const { response } = await turn("single", `message ${index}`).withResponse();
   const latency = performance.now() - start;
   single.push(latency);
-  const modelMs = /model;dur=([\d.]+)/.exec(response.headers.get("server-timing") ?? "")?.[1];
-  beyondModel.push(latency - Number(modelMs ?? Number.NaN));
-  const totalMs = /total;dur=([\d.]+)/.exec(response.headers.get("server-timing") ?? "")?.[1];
-  insideServer.push(Number(totalMs ?? Number.NaN) - Number(modelMs ?? Number.NaN));
+  const timing = serverTimings(response.headers.get("server-timing"));
+  beyondModel.push(latency - timing.model);
+  insideServer.push(timing.total - timing.model);
 }
 
 // Each sequential turn's own model request (its growing history, its tool specs) replayed straight to the
