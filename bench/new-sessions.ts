@@ -1,29 +1,10 @@
-/**
- * What 100 conversations starting at once cost the server (not part of the test run): the first turns of
- * bench/server-process.ts's 100 × 10 phase, alone. The built server runs in its own process over an empty
- * home, the scripted model in another (bench/model-process.ts); the client sends one turn each for `--sessions`
- * new conversations at once, waits for all the answers, then (unless `--only-new`) one more turn each for the
- * same conversations, again at once. That is one round; `--rounds` of them, each with new conversations.
- * Printed, per burst: the time until the last answer, and the server's CPU in it, its main thread's and the
- * whole process's (`/proc`). The medians leave out the first `--skip` rounds (V8 still compiling the turn path).
- *
- * Main-thread CPU moves less with the machine's load than the latencies, but on a shared machine still by up to
- * 2× between runs minutes apart (BENCHMARKS.md, "Issue 14, eighth pass"): compare builds in alternated runs.
- * The rest of a burst's time is the thread pool's: each new conversation fsyncs its new transcript, and the
- * sessions directory is fsynced for the new entries (in groups; core's `fsyncDirectory`).
- *
- * Run: node --import tsx bench/new-sessions.ts [--main apps/server/dist/main.js] [--sessions 100] [--rounds 12]
- *      [--skip 4] [--only-new] ["--node-flags=<flags for the server's node, e.g. --cpu-prof --cpu-prof-dir=/tmp/p>"]
- */
-import { spawn } from "node:child_process";
-import { closeSync, openSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { Agent } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { killOnExit } from "./child-cleanup.js";
+import { cpuMs, startAlmanac } from "./almanac-process.js";
 import { httpCall } from "./http-call.js";
 import { startModelProcess } from "./model-process.js";
 import { median } from "./sample-stats.js";
@@ -45,41 +26,25 @@ const skip = Number(values.skip);
 const token = "bench-admin-token-0123456789";
 const model = await startModelProcess();
 const home = await mkdtemp(join(tmpdir(), "almanac-new-sessions-"));
-// The log goes to a file, as in bench/server-process.ts: through a pipe, the server's logger would wait for this
-// process to drain it.
-const logFile = join(home, "server.log");
-const logFd = openSync(logFile, "a");
 const nodeFlags = values["node-flags"].split(" ").filter(Boolean);
-const server = spawn(process.execPath, [...nodeFlags, "--enable-source-maps", values.main, "start"], {
-  env: {
-    PATH: process.env.PATH ?? "",
-    ALMANAC_HOME: home,
-    ALMANAC_HOST: "127.0.0.1",
-    ALMANAC_PORT: "0",
-    ALMANAC_ADMIN_TOKEN: token,
-    ALMANAC_LOG_LEVEL: "info",
-    ALMANAC_MODEL_BASE_URL: model.baseURL,
-    ALMANAC_MODEL_NAME: "scripted-model",
-    ALMANAC_MODEL_MAX_RETRIES: "0",
-    ALMANAC_SESSION_QUEUE_LIMIT: String(sessions),
-    ALMANAC_SESSION_IDLE_UNLOAD_MS: "3600000",
-    // Passed through for experiments with libuv's thread pool (where the fsyncs wait).
-    ...(process.env.UV_THREADPOOL_SIZE === undefined
-      ? {}
-      : { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE }),
-  },
-  stdio: ["ignore", logFd, logFd],
+const server = await startAlmanac([...nodeFlags, "--enable-source-maps", values.main], {
+  PATH: process.env.PATH ?? "",
+  ALMANAC_HOME: home,
+  ALMANAC_HOST: "127.0.0.1",
+  ALMANAC_PORT: "0",
+  ALMANAC_ADMIN_TOKEN: token,
+  ALMANAC_LOG_LEVEL: "info",
+  ALMANAC_MODEL_BASE_URL: model.baseURL,
+  ALMANAC_MODEL_NAME: "scripted-model",
+  ALMANAC_MODEL_MAX_RETRIES: "0",
+  ALMANAC_SESSION_QUEUE_LIMIT: String(sessions),
+  ALMANAC_SESSION_IDLE_UNLOAD_MS: "3600000",
+  // Passed through for experiments with libuv's thread pool (where the fsyncs wait).
+  ...(process.env.UV_THREADPOOL_SIZE === undefined
+    ? {}
+    : { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE }),
 });
-closeSync(logFd);
-killOnExit(server);
-const pid = server.pid ?? 0;
-let base: string | undefined;
-while (base === undefined) {
-  if (server.exitCode !== null) throw new Error(`the server exited:\n${readFileSync(logFile, "utf8")}`);
-  const found = /"url":"(http:\/\/[^"]+)"/.exec(readFileSync(logFile, "utf8"))?.[1];
-  if (found !== undefined && (await fetch(`${found}/healthz`).catch(() => undefined))?.ok) base = found;
-  else await new Promise((resolve) => setTimeout(resolve, 20));
-}
+const { base, pid } = server;
 
 const agent = new Agent({ keepAlive: true, maxSockets: sessions * 2 });
 const turn = async (user: string): Promise<void> => {
@@ -93,13 +58,9 @@ const turn = async (user: string): Promise<void> => {
   if (status !== 200) throw new Error(`turn failed: ${status} ${text}`);
 };
 
-/** CPU (user + system, ms) of the server's main thread, or of the whole process. */
-const cpuMs = (path: string): number => {
-  const fields = readFileSync(path, "utf8").split(") ")[1]?.split(" ") ?? [];
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-};
-const mainCpu = () => cpuMs(`/proc/${pid}/task/${pid}/stat`);
-const processCpu = () => cpuMs(`/proc/${pid}/stat`);
+/** CPU (user + system, ms) of the server's main thread, and of the whole process. */
+const mainCpu = () => cpuMs(pid, "all", pid);
+const processCpu = () => cpuMs(pid);
 
 interface Burst {
   readonly wall: number;
@@ -136,8 +97,7 @@ for (const [label, list] of Object.entries(bursts)) {
     `  median of rounds ${skip + 1}–${list.length}: last answer after ${median(kept.map((one) => one.wall)).toFixed(0)} ms, server CPU main ${median(kept.map((one) => one.main))} ms, process ${median(kept.map((one) => one.all))} ms`,
   );
 }
-server.kill("SIGINT");
-await new Promise((resolve) => server.once("exit", resolve));
+await server.stop();
 await model.close();
 agent.destroy();
 await rm(home, { recursive: true, force: true });

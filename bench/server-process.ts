@@ -1,44 +1,12 @@
-/**
- * The server as a user runs it, measured from outside (not part of the test run): `almanac start` in its own
- * process with the year corpus (bench/year-corpus.ts) in its workspace, the scripted model (answers
- * instantly) in a third process, and this process as the client over HTTP:
- *  1. resident memory (RSS, /proc) after start + `--idle-seconds` idle (default 30), and after one turn;
- *  2. `GET /api/memory/search` latency over HTTP (keep-alive, sequential), p50/p95;
- *  3. one session, 300 sequential turns: latency beside the model's own, and the server's CPU per turn; then
- *     100 new sessions one after another, one turn each (a session's first turn: loading, files created);
- *  4. RSS with `--sessions` (default 1,000) loaded idle sessions (one turn each, 100 at a time), 2 s after and
- *     after `--idle-seconds` more;
- *  5. 100 concurrent sessions × 10 turns through `/v1/chat/completions`: latency p50/p99, in
- *     `--concurrent-rounds` rounds (default 3) of 100 new sessions each. The first round runs while V8 is still
- *     optimizing the turn path (its concurrent compiles cost the server more CPU than the turns themselves, on
- *     2 cores shared with the model and the client); the later rounds show the server as it runs for months.
- * `--dump-concurrent <file>` writes phase 5's turns (round, session, turn, start and latency in ms) as JSON lines.
- * `--max-concurrent-turns <n>` sets ALMANAC_MAX_CONCURRENT_TURNS (default 100 here, so phase 5's turns all run at
- * once; the server's own default is 8).
- * `--sequential-warm-up <n>` turns (default 20) come before phase 3's: with 2,000 V8 has optimized the turn path.
- * `--model-keep-alive-ms <ms>`: how long the scripted model keeps idle connections (Node's default 5 s closes them
- * during the idle phases, so phase 5's first round opens new ones; see bench/model-process.ts).
- * BENCH_KEEP_LOG=1 keeps the server's log (with `--node-flags=--trace-gc`, its collections) and prints its path.
- * `--quick` stops after 2 (for comparing start-up memory); `--memory empty` starts with no memory files;
- * `--restart` measures a second start over the index the first one built (after `--idle-seconds`).
- *
- * Run: node --import tsx bench/server-process.ts [--runner dist|bin|source] [--idle-seconds 30] [--sessions 1000]
- *      [--memory year|empty] [--quick] [--restart]
- *   dist   `node --enable-source-maps apps/server/dist/main.js` (default; build first: `pnpm build:server`;
- *          `--main <file>` runs another build's main.js, e.g. a copy of dist/ from before a change)
- *   `--node-flags "<flags>"` are given to the server's node (e.g. "--max-semi-space-size=1")
- *   bin    `node apps/server/bin/almanac.js`;  source  the TypeScript through tsx
- */
-import { spawn } from "node:child_process";
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { Agent } from "node:http";
 import { loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { killOnExit } from "./child-cleanup.js";
+import { cpuMs, startAlmanac } from "./almanac-process.js";
 import { httpCall, serverTimings } from "./http-call.js";
 import { startModelProcess } from "./model-process.js";
 import { percentile } from "./sample-stats.js";
@@ -331,63 +299,9 @@ async function main(): Promise<void> {
   }
 }
 
-/** A running `almanac start`. */
-interface RunningServer {
-  readonly base: string;
-  readonly pid: number;
-  /** Spawn → first `/healthz` 200. */
-  readonly startMs: number;
-  stop(): Promise<void>;
-}
-
 /** One HTTP request over {@link clientAgent}. */
 function call(method: string, url: string, headers: Record<string, string>, body?: string) {
   return httpCall(clientAgent, method, url, headers, body);
-}
-
-/** Spawns `almanac start` and waits for its health endpoint (the port is random: read from its log line). */
-async function startAlmanac(
-  runnerArgs: readonly string[],
-  env: Record<string, string>,
-): Promise<RunningServer> {
-  const started = performance.now();
-  // The server's log goes to a file, as a log collector would take it: through a pipe this process drains
-  // only when its own event loop gets to it, and the server's logger blocks while the pipe is full.
-  const logFile = join(await mkdtemp(join(tmpdir(), "almanac-bench-log-")), "server.log");
-  const logFd = openSync(logFile, "a");
-  const server = spawn(process.execPath, [...runnerArgs, "start"], {
-    env,
-    stdio: ["ignore", logFd, logFd],
-  });
-  closeSync(logFd);
-  let output = "";
-  const readLog = () => {
-    output = readFileSync(logFile, "utf8").slice(0, 100_000);
-  };
-  const exited = new Promise<void>((resolve) => server.on("exit", () => resolve()));
-  killOnExit(server);
-  const pid = server.pid;
-  if (pid === undefined) throw new Error("server did not start");
-  for (;;) {
-    readLog();
-    if (server.exitCode !== null) throw new Error(`server exited:\n${output}`);
-    const found = /"url":"(http:\/\/[^"]+)"/.exec(output)?.[1];
-    if (found !== undefined && (await fetch(`${found}/healthz`).catch(() => undefined))?.ok) {
-      return {
-        base: found,
-        pid,
-        startMs: performance.now() - started,
-        stop: async () => {
-          server.kill("SIGTERM");
-          await exited;
-          if (process.env.BENCH_KEEP_LOG === undefined)
-            await rm(dirname(logFile), { recursive: true, force: true });
-          else console.error(`server log kept: ${logFile}`);
-        },
-      };
-    }
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 /** A field of /proc/<pid>/status in KiB (Linux), NaN elsewhere. */
@@ -405,16 +319,6 @@ function rss(pid: number): number {
 
 function memory(pid: number): string {
   return `${(rss(pid) / 1024).toFixed(1)} MB (peak ${(statusKiB(pid, "VmHWM") / 1024).toFixed(1)} MB)`;
-}
-
-/** User + system (or system only) CPU time of a process so far, in ms (/proc, Linux). */
-function cpuMs(pid: number, part: "all" | "system" = "all"): number {
-  const file = `/proc/${pid}/stat`;
-  if (!existsSync(file)) return Number.NaN;
-  const stat = readFileSync(file, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const system = Number(fields[12]);
-  return (part === "system" ? system : Number(fields[11]) + system) * 10;
 }
 
 /** The CPU each of `pid`'s threads spent since `before`, per turn: the six busiest, as "name ms, …". */
