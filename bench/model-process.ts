@@ -5,7 +5,8 @@
  * scavenges the server's turns wait for. Not part of the test run.
  *
  * The child speaks over its stdio: it prints `{"baseURL": …}` once listening; for each `bodies` line it reads,
- * it prints the bodies of the chat requests it got since the last one, as one JSON array line; for each
+ * it prints the bodies of the chat requests it got since the last one (kept only with `--keep-bodies`), as one
+ * JSON array line; for each `pauses` line, its garbage collections since the last one; for each
  * `timings` line, how long it took to answer each chat request since the last one (from the request's start
  * to the answer's last byte handed to the kernel, node:http's diagnostics channels), with the request's last
  * user message to tell them apart; it closes when its stdin ends. The timings pair the n-th answer finished
@@ -15,6 +16,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { subscribe } from "node:diagnostics_channel";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { PerformanceObserver } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { lastUserText, script, startScriptedLlm } from "@almanac/testkit";
@@ -26,14 +28,23 @@ export interface ChatTiming {
   readonly ms: number;
 }
 
+/** One garbage collection in the model's process: when it began (ms since the epoch), how long, which kind. */
+export interface ModelPause {
+  readonly at: number;
+  readonly ms: number;
+  readonly kind: string;
+}
+
 /** A scripted model running in a child process (see {@link startModelProcess}). */
 export interface ModelProcess {
   readonly baseURL: string;
   readonly pid: number;
-  /** The bodies of the chat requests the model got since the last call (or since it started). */
+  /** The bodies of the chat requests the model got since the last call (or since it started); needs `keepBodies`. */
   chatBodies(): Promise<unknown[]>;
   /** How long the model took over each chat request answered since the last call, with its last user message. */
   chatTimings(): Promise<ChatTiming[]>;
+  /** The model process's garbage collections since the last call: pauses that may fall before its clock starts. */
+  pauses(): Promise<ModelPause[]>;
   close(): Promise<void>;
 }
 
@@ -45,14 +56,17 @@ export interface ModelProcessOptions {
    * event loop (libuv/libuv#3696).
    */
   readonly keepAliveMs?: number;
+  /** Keep the chat requests' bodies for {@link ModelProcess.chatBodies} (otherwise dropped once answered). */
+  readonly keepBodies?: boolean;
 }
 
 /** Spawns the scripted model in its own process and waits until it listens. */
 export async function startModelProcess(options: ModelProcessOptions = {}): Promise<ModelProcess> {
   const keepAlive = options.keepAliveMs === undefined ? [] : ["--keep-alive-ms", String(options.keepAliveMs)];
+  const keepBodies = options.keepBodies === true ? ["--keep-bodies"] : [];
   const child = spawn(
     process.execPath,
-    [...process.execArgv, fileURLToPath(import.meta.url), "--serve", ...keepAlive],
+    [...process.execArgv, fileURLToPath(import.meta.url), "--serve", ...keepAlive, ...keepBodies],
     {
       stdio: ["pipe", "pipe", "inherit"],
     },
@@ -78,12 +92,18 @@ export async function startModelProcess(options: ModelProcessOptions = {}): Prom
     baseURL: first.baseURL,
     pid: child.pid ?? Number.NaN,
     async chatBodies() {
+      if (options.keepBodies !== true)
+        throw new Error("startModelProcess({ keepBodies: true }) keeps the chat requests' bodies");
       child.stdin?.write("bodies\n");
       return JSON.parse(await nextLine()) as unknown[];
     },
     async chatTimings() {
       child.stdin?.write("timings\n");
       return JSON.parse(await nextLine()) as ChatTiming[];
+    },
+    async pauses() {
+      child.stdin?.write("pauses\n");
+      return JSON.parse(await nextLine()) as ModelPause[];
     },
     async close() {
       child.stdin?.end();
@@ -94,8 +114,25 @@ export async function startModelProcess(options: ModelProcessOptions = {}): Prom
 
 if (process.argv.includes("--serve")) {
   const llm = await startScriptedLlm({});
-  llm.setFallback(() => script.text("ok"));
-  let seen = 0;
+  const answer = () => script.text("ok");
+  llm.setFallback(answer);
+  // The scripted model records every request with its body. Kept for the whole run, those records made its
+  // heap grow by each request's whole history (2,000 warm-up turns of one conversation: millions of messages),
+  // and each scavenge copy them: 19 scavenges of 3–8.5 ms over 300 sequential turns, some of them before its
+  // clock starts, so counted as the server's time. So what the benches ask for is taken out of the records after
+  // each answer, and the records dropped: the last user message of each chat request, and its body only when
+  // the bench wants the bodies (`keepBodies`).
+  const keepBodies = process.argv.includes("--keep-bodies");
+  const userTexts: string[] = [];
+  const bodies: unknown[] = [];
+  const drain = () => {
+    for (const request of llm.chatRequests()) userTexts.push(lastUserText(request));
+    if (keepBodies)
+      for (const request of llm.requests)
+        if (request.path === "/v1/chat/completions") bodies.push(request.body);
+    llm.reset();
+    llm.setFallback(answer);
+  };
   // Each chat request's start, by its response; when the response finishes, the time it took, matched to the
   // request's record (the scripted model records a request once its body is read) by order of arrival.
   const started = new WeakMap<ServerResponse, number>();
@@ -114,31 +151,40 @@ if (process.argv.includes("--serve")) {
   subscribe("http.server.response.finish", (message) => {
     const { response } = message as { response: ServerResponse };
     const start = started.get(response);
-    if (start !== undefined) finished.push(performance.now() - start);
+    if (start === undefined) return;
+    finished.push(performance.now() - start);
+    drain();
   });
-  let timed = 0;
+  // The process's collections, in the clock the bench's turns use too (ms since the epoch).
+  let pauses: ModelPause[] = [];
+  const kinds: Record<number, string> = { 1: "minor", 2: "major", 4: "incremental", 8: "weak callbacks" };
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const kind = (entry as { detail?: { kind?: number } }).detail?.kind ?? 0;
+      pauses.push({
+        at: performance.timeOrigin + entry.startTime,
+        ms: entry.duration,
+        kind: kinds[kind] ?? String(kind),
+      });
+    }
+  }).observe({ entryTypes: ["gc"] });
   process.stdout.write(`${JSON.stringify({ baseURL: llm.baseURL })}\n`);
   const commands = createInterface({ input: process.stdin });
   commands.on("line", (line) => {
-    if (line === "timings") {
+    drain();
+    if (line === "pauses") {
+      process.stdout.write(`${JSON.stringify(pauses)}\n`);
+      pauses = [];
+    } else if (line === "timings") {
       // One request at a time, the n-th answer finished is the n-th request recorded (see the top comment).
-      const chats = llm.chatRequests();
-      const count = Math.min(chats.length, finished.length);
-      const timings = chats.slice(timed, count).map((request, index) => ({
-        lastUserText: lastUserText(request),
-        ms: finished[timed + index] ?? 0,
-      }));
-      timed = count;
+      const count = Math.min(userTexts.length, finished.length);
+      const texts = userTexts.splice(0, count);
+      const times = finished.splice(0, count);
+      const timings = texts.map((text, index) => ({ lastUserText: text, ms: times[index] ?? 0 }));
       process.stdout.write(`${JSON.stringify(timings)}\n`);
-      return;
+    } else if (line === "bodies") {
+      process.stdout.write(`${JSON.stringify(bodies.splice(0))}\n`);
     }
-    if (line !== "bodies") return;
-    const bodies = llm.requests
-      .slice(seen)
-      .filter((request) => request.path === "/v1/chat/completions")
-      .map((request) => request.body);
-    seen = llm.requests.length;
-    process.stdout.write(`${JSON.stringify(bodies)}\n`);
   });
   commands.on("close", () => void llm.close().then(() => process.exit(0)));
 }

@@ -26,7 +26,7 @@ const { values } = parseArgs({
   },
 });
 
-const modelProcess = values["model-process"] ? await startModelProcess() : undefined;
+const modelProcess = values["model-process"] ? await startModelProcess({ keepBodies: true }) : undefined;
 const server = await startInProcessServer("warn", modelProcess?.baseURL);
 const { llm } = server;
 const modelBaseURL = llm?.baseURL ?? modelProcess?.baseURL;
@@ -133,9 +133,11 @@ if (process.env.BENCH_DUMP_TURNS) console.log(JSON.stringify({ beyondModel, insi
 console.log(
   `  (old measure: turn p50 - tiny-request model p50 = ${(percentile(single, 50) - percentile(modelOnly, 50)).toFixed(2)} ms)`,
 );
-console.log(
-  `RSS per loaded idle session: ${((after - before) / IDLE / 1024).toFixed(1)} KiB (${IDLE} sessions of 2 messages; gc ${gc ? "on" : "off"})`,
-);
+// `--quick` loads no idle sessions: nothing to divide.
+if (IDLE > 0)
+  console.log(
+    `RSS per loaded idle session: ${((after - before) / IDLE / 1024).toFixed(1)} KiB (${IDLE} sessions of 2 messages; gc ${gc ? "on" : "off"})`,
+  );
 console.log(
   `node ${process.version}, ${warmUp} warm-up turns, scripted model ${modelProcess ? "in its own process" : "in this process"}`,
 );
