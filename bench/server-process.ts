@@ -25,6 +25,7 @@ const { values } = parseArgs({
     "dump-concurrent": { type: "string" },
     "max-concurrent-turns": { type: "string", default: "100" },
     "concurrent-rounds": { type: "string", default: "3" },
+    "round-gap-seconds": { type: "string", default: "0" },
     "sequential-warm-up": { type: "string", default: "20" },
     "model-keep-alive-ms": { type: "string" },
   },
@@ -90,7 +91,11 @@ async function main(): Promise<void> {
 
   /** The latest turn's `Server-Timing` durations (ms): its waits on the model, and the whole request's. */
   let lastTiming = { model: Number.NaN, total: Number.NaN };
-  const turn = async (user: string, content: string): Promise<number> => {
+  /** A turn's latency and its `Server-Timing`, which stays exact when turns overlap (`lastTiming` does not). */
+  const timedTurn = async (
+    user: string,
+    content: string,
+  ): Promise<{ latency: number; timing: { model: number; total: number } }> => {
     const begin = performance.now();
     const body = JSON.stringify({ model: "almanac", user, messages: [{ role: "user", content }] });
     const response = await call("POST", `${base}/v1/chat/completions`, headers, body);
@@ -98,8 +103,10 @@ async function main(): Promise<void> {
     JSON.parse(response.text);
     const latency = performance.now() - begin;
     lastTiming = serverTimings(response.serverTiming);
-    return latency;
+    return { latency, timing: lastTiming };
   };
+  const turn = async (user: string, content: string): Promise<number> =>
+    (await timedTurn(user, content)).latency;
   const search = async (query: string): Promise<number> => {
     const begin = performance.now();
     const response = await call("GET", `${base}/api/memory/search?q=${encodeURIComponent(query)}`, headers);
@@ -172,6 +179,7 @@ async function main(): Promise<void> {
     const threadsBefore = threadCpuMs(serverPid);
     const from = process.hrtime.bigint() / 1000n;
     const turns: number[] = [];
+    const timings: { model: number; total: number }[] = [];
     // CPU per block of 50 turns: a cost that grows with the history shows as a rising row.
     const blocks: string[] = [];
     let blockStart = cpuBefore;
@@ -180,11 +188,17 @@ async function main(): Promise<void> {
     // the server reports in `Server-Timing` (which count the server's building and reading of its model requests
     // as model time), and inside the server (`Server-Timing` total minus model).
     await model.chatTimings();
+    await model.pauses();
+    /** Each measured turn's span, in ms since the epoch (the clock of the model's pauses). */
+    const spans: { from: number; to: number }[] = [];
     const beyondModelWait: number[] = [];
     const insideServer: number[] = [];
     for (let index = 0; index < 300; index += 1) {
+      const from = performance.timeOrigin + performance.now();
       const latency = await turn("sequential", `message ${index}`);
+      spans.push({ from, to: performance.timeOrigin + performance.now() });
       turns.push(latency);
+      timings.push(lastTiming);
       beyondModelWait.push(latency - lastTiming.model);
       insideServer.push(lastTiming.total - lastTiming.model);
       if ((index + 1) % 50 === 0) {
@@ -193,6 +207,18 @@ async function main(): Promise<void> {
         blockStart = now;
       }
     }
+    const modelPauses = await model.pauses();
+    /** The model's collections during a turn, in ms. */
+    const pausedDuring = (index: number): number => {
+      const span = spans[index];
+      if (span === undefined) return Number.NaN;
+      return modelPauses
+        .filter((pause) => pause.at < span.to && pause.at + pause.ms > span.from)
+        .reduce(
+          (sum, pause) => sum + Math.min(pause.at + pause.ms, span.to) - Math.max(pause.at, span.from),
+          0,
+        );
+    };
     const modelOwn = new Map<string, number>();
     for (const { lastUserText, ms } of await model.chatTimings())
       modelOwn.set(lastUserText, (modelOwn.get(lastUserText) ?? 0) + ms);
@@ -204,6 +230,24 @@ async function main(): Promise<void> {
     const byThread = threadCpuPerTurn(serverPid, threadsBefore, turns.length);
     note(
       `1 session, 300 sequential turns: ${format(turns)}; the model alone ${format(alone)}; the model's own time over a turn's requests ${format([...modelOwn.values()])}; what the server added: beyond the model's own time ${format(beyondModel)}, beyond the model waits in Server-Timing ${format(beyondModelWait)}, inside the server (Server-Timing) ${format(insideServer)}; server CPU ${cpuPerTurn.toFixed(2)} ms a turn, of it system ${systemPerTurn.toFixed(2)} ms (by 50 turns: ${blocks.join(", ")}; by thread: ${byThread}) (monotonic µs ${from}–${process.hrtime.bigint() / 1000n})`,
+    );
+    // The tail, taken apart: the server's own work (Server-Timing total minus its model waits), its model waits
+    // beyond the model's own clock (building, sending and reading the requests, the hop, and any pause of the
+    // model's process before its clock starts), and what lies outside the server's clock (the client, the hop).
+    const worst = beyondModel
+      .map((beyond, index) => ({ beyond, index }))
+      .sort((a, b) => b.beyond - a.beyond)
+      .slice(0, 6)
+      .map(({ beyond, index }) => {
+        const own = modelOwn.get(`message ${index}`) ?? Number.NaN;
+        const latency = turns[index] ?? Number.NaN;
+        const timing = timings[index] ?? { model: Number.NaN, total: Number.NaN };
+        return `#${index} ${beyond.toFixed(2)} = server ${(timing.total - timing.model).toFixed(2)} + model waits beyond its clock ${(timing.model - own).toFixed(2)} (the model collecting garbage meanwhile: ${pausedDuring(index).toFixed(2)}) + outside ${(latency - timing.total).toFixed(2)}`;
+      });
+    note(`  the 6 turns that added most (ms): ${worst.join("; ")}`);
+    const longPauses = modelPauses.filter((pause) => pause.ms >= 1);
+    note(
+      `  the model's collections over the 300 turns: ${modelPauses.length}, ${longPauses.length} of 1 ms or more (${longPauses.map((pause) => `${pause.kind} ${pause.ms.toFixed(1)}`).join(", ")})`,
     );
   }
 
@@ -246,33 +290,64 @@ async function main(): Promise<void> {
     );
 
     const rounds = Number(values["concurrent-rounds"]);
-    const timeline: { round: number; session: number; index: number; startMs: number; latencyMs: number }[] =
-      [];
+    const timeline: {
+      round: number;
+      session: number;
+      index: number;
+      startMs: number;
+      latencyMs: number;
+      timing: { model: number; total: number };
+    }[] = [];
     const warm: number[] = [];
     let warmCpu = 0;
     for (let round = 1; round <= rounds; round += 1) {
+      // A pause before the later rounds as well: whether round 1's cost follows the idle time before it.
+      if (round > 1)
+        await new Promise((resolve) => setTimeout(resolve, Number(values["round-gap-seconds"]) * 1000));
+      note(
+        `  before round ${round}: ${openConnections(new URL(modelURL).port)} open connections to the model, ${openConnections(new URL(base).port)} to the server`,
+      );
       const concurrent: number[] = [];
       const firstTurns: number[] = [];
       const laterTurns: number[] = [];
+      // Where a turn's time went: waiting on the model (Server-Timing), in the server beside that, and outside
+      // the server's own clock (the client, both hops, and the wait before the server reads the request).
+      const firstParts = { model: [] as number[], inside: [] as number[], outside: [] as number[] };
+      const laterParts = { model: [] as number[], inside: [] as number[], outside: [] as number[] };
+      const parts = (of: typeof firstParts) =>
+        `model wait ${format(of.model)}, inside the server ${format(of.inside)}, outside it ${format(of.outside)}`;
       // The monotonic clock (µs) is the one a `--cpu-prof` of the server stamps its samples with:
       // `npx tsx bench/cpu-profile.ts <file> --from <µs> --to <µs>` reads only this round.
       const concurrentFrom = process.hrtime.bigint() / 1000n;
       const phaseStart = performance.now();
       const serverCpuBefore = cpuMs(serverPid);
       const modelCpuBefore = cpuMs(modelPid);
+      const clientCpuBefore = process.cpuUsage();
       const threadsBefore = threadCpuMs(serverPid);
       await Promise.all(
         Array.from({ length: 100 }, async (_, session) => {
           for (let index = 0; index < 10; index += 1) {
             const started = performance.now();
-            const latency = await turn(`c${round}-${session}`, `message ${index}`);
-            timeline.push({ round, session, index, startMs: started - phaseStart, latencyMs: latency });
+            const { latency, timing } = await timedTurn(`c${round}-${session}`, `message ${index}`);
+            timeline.push({
+              round,
+              session,
+              index,
+              startMs: started - phaseStart,
+              latencyMs: latency,
+              timing,
+            });
             concurrent.push(latency);
             (index === 0 ? firstTurns : laterTurns).push(latency);
+            const parts = index === 0 ? firstParts : laterParts;
+            parts.model.push(timing.model);
+            parts.inside.push(timing.total - timing.model);
+            parts.outside.push(latency - timing.total);
           }
         }),
       );
       const serverCpu = cpuMs(serverPid) - serverCpuBefore;
+      const clientCpu = process.cpuUsage(clientCpuBefore);
       if (round > 1) {
         warm.push(...concurrent);
         warmCpu += serverCpu;
@@ -280,11 +355,13 @@ async function main(): Promise<void> {
       // The scripted model shares the 2 cores: its CPU (parsing, checking and counting each request) is beside
       // ours.
       note(
-        `100 concurrent sessions × 10 turns, round ${round}: ${format(concurrent)}; CPU in this phase: server ${serverCpu} ms (a turn by thread: ${threadCpuPerTurn(serverPid, threadsBefore, concurrent.length)}), scripted model ${cpuMs(modelPid) - modelCpuBefore} ms (monotonic µs ${concurrentFrom}–${process.hrtime.bigint() / 1000n})`,
+        `100 concurrent sessions × 10 turns, round ${round}: ${format(concurrent)}; CPU in this phase: server ${serverCpu} ms (a turn by thread: ${threadCpuPerTurn(serverPid, threadsBefore, concurrent.length)}), scripted model ${cpuMs(modelPid) - modelCpuBefore} ms, this client ${Math.round((clientCpu.user + clientCpu.system) / 1000)} ms (monotonic µs ${concurrentFrom}–${process.hrtime.bigint() / 1000n})`,
       );
       note(
         `  of them each session's first turn (a new session): ${format(firstTurns)}; the later ones: ${format(laterTurns)}`,
       );
+      note(`    first turns: ${parts(firstParts)}`);
+      note(`    later turns: ${parts(laterParts)}`);
     }
     if (warm.length > 0)
       note(
@@ -353,6 +430,21 @@ function threadCpuMs(pid: number): Map<string, number> {
     }
   }
   return byName;
+}
+
+/** Established TCP connections to `port` on this machine, counted at the connecting end (/proc/net/tcp). */
+function openConnections(port: string): number {
+  const hexPort = Number(port).toString(16).toUpperCase().padStart(4, "0");
+  let count = 0;
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    if (!existsSync(table)) continue;
+    for (const line of readFileSync(table, "utf8").split("\n").slice(1)) {
+      // sl local_address rem_address st …: the remote address's port, and 01 for ESTABLISHED.
+      const [, , remote, state] = line.trim().split(/\s+/);
+      if (state === "01" && remote?.endsWith(`:${hexPort}`)) count += 1;
+    }
+  }
+  return count;
 }
 
 function format(values: readonly number[]): string {
