@@ -26,6 +26,8 @@ import { killOnExit } from "./child-cleanup.js";
 export interface ChatTiming {
   readonly lastUserText: string;
   readonly ms: number;
+  /** The request's body, in bytes (its `content-length`). */
+  readonly bytes: number;
 }
 
 /** One garbage collection in the model's process: when it began (ms since the epoch), how long, which kind. */
@@ -135,8 +137,8 @@ if (process.argv.includes("--serve")) {
   };
   // Each chat request's start, by its response; when the response finishes, the time it took, matched to the
   // request's record (the scripted model records a request once its body is read) by order of arrival.
-  const started = new WeakMap<ServerResponse, number>();
-  const finished: number[] = [];
+  const started = new WeakMap<ServerResponse, { at: number; bytes: number }>();
+  const finished: { ms: number; bytes: number }[] = [];
   const keepAliveAt = process.argv.indexOf("--keep-alive-ms");
   const keepAliveMs = keepAliveAt === -1 ? undefined : Number(process.argv[keepAliveAt + 1]);
   subscribe("http.server.request.start", (message) => {
@@ -146,13 +148,17 @@ if (process.argv.includes("--serve")) {
       server: Server;
     };
     if (keepAliveMs !== undefined) server.keepAliveTimeout = keepAliveMs;
-    if (request.url === "/v1/chat/completions") started.set(response, performance.now());
+    if (request.url === "/v1/chat/completions")
+      started.set(response, {
+        at: performance.now(),
+        bytes: Number(request.headers["content-length"] ?? Number.NaN),
+      });
   });
   subscribe("http.server.response.finish", (message) => {
     const { response } = message as { response: ServerResponse };
     const start = started.get(response);
     if (start === undefined) return;
-    finished.push(performance.now() - start);
+    finished.push({ ms: performance.now() - start.at, bytes: start.bytes });
     drain();
   });
   // The process's collections, in the clock the bench's turns use too (ms since the epoch).
@@ -180,7 +186,11 @@ if (process.argv.includes("--serve")) {
       const count = Math.min(userTexts.length, finished.length);
       const texts = userTexts.splice(0, count);
       const times = finished.splice(0, count);
-      const timings = texts.map((text, index) => ({ lastUserText: text, ms: times[index] ?? 0 }));
+      const timings = texts.map((text, index) => ({
+        lastUserText: text,
+        ms: times[index]?.ms ?? 0,
+        bytes: times[index]?.bytes ?? Number.NaN,
+      }));
       process.stdout.write(`${JSON.stringify(timings)}\n`);
     } else if (line === "bodies") {
       process.stdout.write(`${JSON.stringify(bodies.splice(0))}\n`);

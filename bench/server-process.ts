@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { Agent } from "node:http";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
+import { PerformanceObserver, performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { cpuMs, startAlmanac } from "./almanac-process.js";
@@ -189,6 +189,13 @@ async function main(): Promise<void> {
     // as model time), and inside the server (`Server-Timing` total minus model).
     await model.chatTimings();
     await model.pauses();
+    // This client's own collections: a pause here when an answer arrives counts as time outside the server.
+    const clientCollections: { at: number; ms: number }[] = [];
+    const clientPauses = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries())
+        clientCollections.push({ at: performance.timeOrigin + entry.startTime, ms: entry.duration });
+    });
+    clientPauses.observe({ entryTypes: ["gc"] });
     /** Each measured turn's span, in ms since the epoch (the clock of the model's pauses). */
     const spans: { from: number; to: number }[] = [];
     const beyondModelWait: number[] = [];
@@ -207,12 +214,13 @@ async function main(): Promise<void> {
         blockStart = now;
       }
     }
+    clientPauses.disconnect();
     const modelPauses = await model.pauses();
-    /** The model's collections during a turn, in ms. */
-    const pausedDuring = (index: number): number => {
+    /** The collections of `pauses` during a turn, in ms. */
+    const pausedDuring = (pauses: readonly { at: number; ms: number }[], index: number): number => {
       const span = spans[index];
       if (span === undefined) return Number.NaN;
-      return modelPauses
+      return pauses
         .filter((pause) => pause.at < span.to && pause.at + pause.ms > span.from)
         .reduce(
           (sum, pause) => sum + Math.min(pause.at + pause.ms, span.to) - Math.max(pause.at, span.from),
@@ -220,8 +228,11 @@ async function main(): Promise<void> {
         );
     };
     const modelOwn = new Map<string, number>();
-    for (const { lastUserText, ms } of await model.chatTimings())
+    const requestBytes = new Map<string, number>();
+    for (const { lastUserText, ms, bytes } of await model.chatTimings()) {
       modelOwn.set(lastUserText, (modelOwn.get(lastUserText) ?? 0) + ms);
+      requestBytes.set(lastUserText, bytes);
+    }
     const beyondModel = turns.map(
       (latency, index) => latency - (modelOwn.get(`message ${index}`) ?? Number.NaN),
     );
@@ -242,7 +253,7 @@ async function main(): Promise<void> {
         const own = modelOwn.get(`message ${index}`) ?? Number.NaN;
         const latency = turns[index] ?? Number.NaN;
         const timing = timings[index] ?? { model: Number.NaN, total: Number.NaN };
-        return `#${index} ${beyond.toFixed(2)} = server ${(timing.total - timing.model).toFixed(2)} + model waits beyond its clock ${(timing.model - own).toFixed(2)} (the model collecting garbage meanwhile: ${pausedDuring(index).toFixed(2)}) + outside ${(latency - timing.total).toFixed(2)}`;
+        return `#${index} (model request ${requestBytes.get(`message ${index}`)} bytes) ${beyond.toFixed(2)} = server ${(timing.total - timing.model).toFixed(2)} + model waits beyond its clock ${(timing.model - own).toFixed(2)} (the model collecting garbage meanwhile: ${pausedDuring(modelPauses, index).toFixed(2)}) + outside ${(latency - timing.total).toFixed(2)} (this client collecting garbage meanwhile: ${pausedDuring(clientCollections, index).toFixed(2)})`;
       });
     note(`  the 6 turns that added most (ms): ${worst.join("; ")}`);
     const longPauses = modelPauses.filter((pause) => pause.ms >= 1);
