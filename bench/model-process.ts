@@ -4,12 +4,14 @@
  * in the server's process its garbage (~900 KB a sequential turn, `bench/allocation.ts`) sets the pace of the
  * scavenges the server's turns wait for. Not part of the test run.
  *
- * The child speaks over its stdio: it prints `{"baseURL": …}` once listening; for each `bodies` line it reads,
- * it prints the bodies of the chat requests it got since the last one (kept only with `--keep-bodies`), as one
- * JSON array line; for each `pauses` line, its garbage collections since the last one; for each
- * `timings` line, how long it took to answer each chat request since the last one (from the request's start
- * to the answer's last byte handed to the kernel, node:http's diagnostics channels), with the request's last
- * user message to tell them apart; it closes when its stdin ends. The timings pair the n-th answer finished
+ * The child speaks over its stdio, one JSON line an answer: it prints `{"baseURL": …}` once listening, then for
+ * each line it reads:
+ * - `bodies`: the bodies of the chat requests it got since the last one (kept only with `--keep-bodies`);
+ * - `timings`: how long it took to answer each chat request since the last one (from the request's start to the
+ *   answer's last byte handed to the kernel, node:http's diagnostics channels), with the request's last user
+ *   message to tell them apart and its size;
+ * - `pauses`: its garbage collections since the last one (recorded from the first such line on).
+ * It closes when its stdin ends. The timings pair the n-th answer finished
  * with the n-th request recorded: exact for requests that come one at a time (the sequential phases that use
  * them); requests in flight together may be paired with each other's times.
  */
@@ -120,7 +122,7 @@ if (process.argv.includes("--serve")) {
   llm.setFallback(answer);
   // The scripted model records every request with its body. Kept for the whole run, those records made its
   // heap grow by each request's whole history (2,000 warm-up turns of one conversation: millions of messages),
-  // and each scavenge copy them: 19 scavenges of 3–8.5 ms over 300 sequential turns, some of them before its
+  // and each scavenge copied them: 19 scavenges of 3–8.5 ms over 300 sequential turns, some of them before its
   // clock starts, so counted as the server's time. So what the benches ask for is taken out of the records after
   // each answer, and the records dropped: the last user message of each chat request, and its body only when
   // the bench wants the bodies (`keepBodies`).
@@ -161,24 +163,30 @@ if (process.argv.includes("--serve")) {
     finished.push({ ms: performance.now() - start.at, bytes: start.bytes });
     drain();
   });
-  // The process's collections, in the clock the bench's turns use too (ms since the epoch).
+  // The process's collections, in the clock the bench's turns use too (ms since the epoch), recorded from the
+  // first `pauses` command on (benches that never ask keep no record).
   let pauses: ModelPause[] = [];
+  let observer: PerformanceObserver | undefined;
   const kinds: Record<number, string> = { 1: "minor", 2: "major", 4: "incremental", 8: "weak callbacks" };
-  new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) {
-      const kind = (entry as { detail?: { kind?: number } }).detail?.kind ?? 0;
-      pauses.push({
-        at: performance.timeOrigin + entry.startTime,
-        ms: entry.duration,
-        kind: kinds[kind] ?? String(kind),
-      });
-    }
-  }).observe({ entryTypes: ["gc"] });
+  const observePauses = () => {
+    observer ??= new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        const kind = (entry as { detail?: { kind?: number } }).detail?.kind ?? 0;
+        pauses.push({
+          at: performance.timeOrigin + entry.startTime,
+          ms: entry.duration,
+          kind: kinds[kind] ?? String(kind),
+        });
+      }
+    });
+    observer.observe({ entryTypes: ["gc"] });
+  };
   process.stdout.write(`${JSON.stringify({ baseURL: llm.baseURL })}\n`);
   const commands = createInterface({ input: process.stdin });
   commands.on("line", (line) => {
     drain();
     if (line === "pauses") {
+      observePauses();
       process.stdout.write(`${JSON.stringify(pauses)}\n`);
       pauses = [];
     } else if (line === "timings") {
