@@ -27,7 +27,13 @@ export function httpCall(
 }
 
 /** The model wait and the whole request of an Almanac answer's `Server-Timing` header, in ms (NaN when absent). */
-export function serverTimings(header: string | null | undefined): { model: number; total: number } {
+export interface ServerTimings {
+  readonly model: number;
+  readonly total: number;
+}
+
+/** Reads {@link ServerTimings} from a `Server-Timing` header. */
+export function serverTimings(header: string | null | undefined): ServerTimings {
   const duration = (name: string) =>
     Number(new RegExp(`${name};dur=([\\d.]+)`).exec(header ?? "")?.[1] ?? Number.NaN);
   return { model: duration("model"), total: duration("total") };

@@ -7,7 +7,7 @@ import { PerformanceObserver, performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { cpuMs, startAlmanac } from "./almanac-process.js";
-import { httpCall, serverTimings } from "./http-call.js";
+import { httpCall, type ServerTimings, serverTimings } from "./http-call.js";
 import { startModelProcess } from "./model-process.js";
 import { percentile } from "./sample-stats.js";
 import { writeYearCorpus, yearQueries } from "./year-corpus.js";
@@ -89,21 +89,18 @@ async function main(): Promise<void> {
   const { base, pid: serverPid, startMs } = server;
   const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
 
-  /** The latest turn's `Server-Timing` durations (ms): its waits on the model, and the whole request's. */
-  let lastTiming = { model: Number.NaN, total: Number.NaN };
-  /** A turn's latency and its `Server-Timing`, which stays exact when turns overlap (`lastTiming` does not). */
+  /** A turn's latency and its `Server-Timing` durations (ms): its waits on the model, and the whole request's. */
   const timedTurn = async (
     user: string,
     content: string,
-  ): Promise<{ latency: number; timing: { model: number; total: number } }> => {
+  ): Promise<{ latency: number; timing: ServerTimings }> => {
     const begin = performance.now();
     const body = JSON.stringify({ model: "almanac", user, messages: [{ role: "user", content }] });
     const response = await call("POST", `${base}/v1/chat/completions`, headers, body);
     if (response.status !== 200) throw new Error(`turn failed: ${response.status} ${response.text}`);
     JSON.parse(response.text);
     const latency = performance.now() - begin;
-    lastTiming = serverTimings(response.serverTiming);
-    return { latency, timing: lastTiming };
+    return { latency, timing: serverTimings(response.serverTiming) };
   };
   const turn = async (user: string, content: string): Promise<number> =>
     (await timedTurn(user, content)).latency;
@@ -179,7 +176,7 @@ async function main(): Promise<void> {
     const threadsBefore = threadCpuMs(serverPid);
     const from = process.hrtime.bigint() / 1000n;
     const turns: number[] = [];
-    const timings: { model: number; total: number }[] = [];
+    const timings: ServerTimings[] = [];
     // CPU per block of 50 turns: a cost that grows with the history shows as a rising row.
     const blocks: string[] = [];
     let blockStart = cpuBefore;
@@ -198,16 +195,12 @@ async function main(): Promise<void> {
     clientPauses.observe({ entryTypes: ["gc"] });
     /** Each measured turn's span, in ms since the epoch (the clock of the model's pauses). */
     const spans: { from: number; to: number }[] = [];
-    const beyondModelWait: number[] = [];
-    const insideServer: number[] = [];
     for (let index = 0; index < 300; index += 1) {
       const from = performance.timeOrigin + performance.now();
-      const latency = await turn("sequential", `message ${index}`);
+      const { latency, timing } = await timedTurn("sequential", `message ${index}`);
       spans.push({ from, to: performance.timeOrigin + performance.now() });
       turns.push(latency);
-      timings.push(lastTiming);
-      beyondModelWait.push(latency - lastTiming.model);
-      insideServer.push(lastTiming.total - lastTiming.model);
+      timings.push(timing);
       if ((index + 1) % 50 === 0) {
         const now = cpuMs(serverPid);
         blocks.push(((now - blockStart) / 50).toFixed(2));
@@ -215,6 +208,8 @@ async function main(): Promise<void> {
       }
     }
     clientPauses.disconnect();
+    const beyondModelWait = turns.map((latency, index) => latency - (timings[index]?.model ?? Number.NaN));
+    const insideServer = timings.map(({ model, total }) => total - model);
     const modelPauses = await model.pauses();
     /** The collections of `pauses` during a turn, in ms. */
     const pausedDuring = (pauses: readonly { at: number; ms: number }[], index: number): number => {
@@ -307,7 +302,7 @@ async function main(): Promise<void> {
       index: number;
       startMs: number;
       latencyMs: number;
-      timing: { model: number; total: number };
+      timing: ServerTimings;
     }[] = [];
     const warm: number[] = [];
     let warmCpu = 0;
