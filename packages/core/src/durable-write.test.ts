@@ -37,6 +37,21 @@ describe("writeFileDurably", () => {
     expect(await readdir(dir)).toEqual(["state.json"]);
   });
 
+  it("writes the data whole on either side of the size it writes blocking (64 KiB), bytes and UTF-8 alike", async () => {
+    const path = join(dir, "data.bin");
+    const limit = 64 * 1024;
+    for (const size of [0, 1, limit - 1, limit, limit + 1, 3 * limit + 7]) {
+      const bytes = Uint8Array.from({ length: size }, (_, index) => (index * 31) % 251);
+      await writeFileDurably(path, bytes);
+      expect(Buffer.compare(await readFile(path), Buffer.from(bytes))).toBe(0);
+      // Three bytes a character: the UTF-8 crosses the limit where the string's length does not.
+      const text = "€".repeat(Math.ceil(size / 3));
+      await writeFileDurably(path, text);
+      expect(await readFile(path, "utf8")).toBe(text);
+    }
+    expect(await readdir(dir)).toEqual(["data.bin"]);
+  });
+
   it("keeps the old content and removes its temp file when the final rename fails", async () => {
     const path = join(dir, "state.json");
     await mkdir(join(path, "occupied"), { recursive: true });
@@ -61,6 +76,11 @@ describe("writeFileDurably", () => {
     const secret = join(dir, "admin-token");
     await writeFileDurably(secret, "token", { mode: 0o600 });
     expect((await stat(secret)).mode & 0o777).toBe(0o600);
+
+    // Bits the usual umask (022) takes off at creation are put back.
+    const shared = join(dir, "shared.md");
+    await writeFileDurably(shared, "x", { mode: 0o666 });
+    expect((await stat(shared)).mode & 0o777).toBe(0o666);
   });
 
   it("leaves the old content whole, and no temp file, when a staged write is discarded", async () => {

@@ -1,9 +1,8 @@
-import { statSync, writeSync } from "node:fs";
+import { fstatSync, statSync, writeSync } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { dirname } from "node:path";
 import {
   closeFd,
-  fstatFd,
   fsyncDirectory,
   fsyncFd,
   ftruncateFd,
@@ -16,6 +15,7 @@ import {
   writeFd,
 } from "@almanac/core";
 import { linesOf } from "../lines-of.js";
+import { isMissing } from "./file-helpers.js";
 import { checkMessages, describeIssues, transcriptLineSchema } from "./session-snapshot.js";
 
 /**
@@ -139,7 +139,9 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
     }
     const fd = await openFd(path, "a+", 0o600);
     try {
-      const { ino, dev, size } = await fstatFd(fd);
+      // Blocking: the descriptor is open, so this reads the inode we hold (~2 µs) instead of queueing in the
+      // thread pool behind other sessions' fsyncs (a new session does this before its first model call).
+      const { ino, dev, size } = fstatSync(fd);
       return { fd, ino, dev, size, end: undefined, unsynced: false };
     } catch (error) {
       await closeFd(fd).catch(() => {});
@@ -269,6 +271,8 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
     },
 
     async openForReading(path) {
+      // A new session has no transcript: answered without the thread pool (see `isMissing`).
+      if (isMissing(path)) return undefined;
       try {
         const handle = await open(path, "r");
         try {
