@@ -4,6 +4,7 @@ import {
   createTokenCounter,
   type Message,
   type TokenCounter,
+  type ToolSpec,
   withMark,
 } from "@almanac/core";
 import { describe, expect, it } from "vitest";
@@ -90,5 +91,29 @@ describe("createContextMeter", () => {
     const changed = createContextMeter(counting).measure(other, { systemPrompt: `${longPrompt}!`, tools });
     expect(systemCounts).toHaveLength(2);
     expect(changed.countedTokens).toBeGreaterThan(measures[0] as number);
+  });
+
+  it("serializes a scope's tool specs once, however many sessions measure them", () => {
+    let serialized = 0;
+    const parameters = {
+      type: "object",
+      toJSON() {
+        serialized += 1;
+        return { type: "object" };
+      },
+    };
+    const specs = [{ name: "read_file", description: "Read a file", parameters }] as unknown as ToolSpec[];
+    const ownCounter = createTokenCounter();
+    const clock = createTestClock();
+    const measure = () =>
+      createContextMeter(ownCounter).measure(new WorkingMemory({ messages: [user("hello", clock)] }), {
+        systemPrompt,
+        tools: specs,
+      }).countedTokens;
+    const first = measure();
+    const afterFirst = serialized;
+    expect(afterFirst).toBeGreaterThan(0);
+    for (let session = 0; session < 4; session += 1) expect(measure()).toBe(first);
+    expect(serialized).toBe(afterFirst);
   });
 });

@@ -78,6 +78,12 @@ function sharedCount(
 }
 
 /**
+ * Tool specs' tokens by the specs array, per counter, shared by every meter: the server builds one array per memory
+ * scope, and each new session's meter serialized it (a few KB of JSON) only to find its count in the shared table.
+ */
+const toolTokensByCounter = new WeakMap<TokenCounter, WeakMap<readonly ToolSpec[], number>>();
+
+/**
  * Creates a meter over core's cached counter. Messages are cached per content array by the counter; the
  * system message (rebuilt for every request) is cached here by its text (and across meters, see
  * {@link sharedCount}), and the tool specs by identity, so a check on an unchanged 1,000-message
@@ -86,7 +92,12 @@ function sharedCount(
 function createPromptMeter(counter: TokenCounter): PromptMeter {
   let lastSystemText: string | undefined;
   let lastSystemTokens = 0;
-  const toolTokens = new WeakMap<readonly ToolSpec[], number>();
+  let toolTokens = toolTokensByCounter.get(counter);
+  if (toolTokens === undefined) {
+    toolTokens = new WeakMap();
+    toolTokensByCounter.set(counter, toolTokens);
+  }
+  const toolsCounted = toolTokens;
 
   const countSystem = (message: Message): number => {
     const block = message.content[0];
@@ -101,11 +112,11 @@ function createPromptMeter(counter: TokenCounter): PromptMeter {
 
   const countTools = (tools: readonly ToolSpec[]): number => {
     if (tools.length === 0) return 0;
-    let tokens = toolTokens.get(tools);
+    let tokens = toolsCounted.get(tools);
     if (tokens === undefined) {
       // Equal specs may come in a new array: their text is looked up in the table every meter shares.
       tokens = sharedCount(counter, "tools", JSON.stringify(tools), () => countToolTokens(counter, tools));
-      toolTokens.set(tools, tokens);
+      toolsCounted.set(tools, tokens);
     }
     return tokens;
   };
