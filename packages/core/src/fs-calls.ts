@@ -1,13 +1,17 @@
 import * as fs from "node:fs";
 
-// The file-system calls of the turn path (a snapshot's durable write, a directory's fsync, the memory context's
-// stats, a missing snapshot's read), as node:fs's callback API behind promises rather than node:fs/promises.
+// The file-system calls of the turn path that must not block (a durable write's open, fsync and rename, a
+// directory's fsync, a new transcript's open), as node:fs's callback API behind promises rather than
+// node:fs/promises.
 // Both run the call in libuv's thread pool; the difference is the main thread's share. Measured on Node 20 with
 // 100 calls in flight (a script timing the main thread's CPU over 5,000-20,000 calls): open + close 2-4 µs a
 // pair against 14-16 µs through a FileHandle, lstat 4 µs against 7.5-9 µs (Node 24: 6 against 24 µs, 4.5 against
 // 9.5 µs). A CPU profile of 100 sessions starting at once had put ~20 % of the main thread in node:fs/promises'
 // opens, stats and fsyncs; on the whole server the gain was within the machine's noise (BENCHMARKS.md, "Issue 14,
-// eighth pass").
+// eighth pass"). Calls that are cheap in the kernel (a stat of a cached path, a small write into the page cache, a
+// close) are made blocking where a turn waits for them: in a profile of 100 sessions starting at once, each
+// hand-off to the pool held the main thread 20-35 µs, where a blocking stat took ~10 µs, and it queued behind the
+// other sessions' fsyncs (BENCHMARKS.md, "Issue 14, eleventh pass").
 // Each call looks its function up on node:fs when made: a test can spy on node:fs's `fsync` (then
 // `syncBuiltinESMExports()`).
 
@@ -31,8 +35,6 @@ export const writeAllToFd = (fd: number, data: string | Uint8Array): Promise<voi
 export const renamePath = (from: string, to: string): Promise<void> =>
   call((done) => fs.rename(from, to, (error: NodeJS.ErrnoException | null) => done(error, undefined)));
 export const statPath = (path: string): Promise<fs.Stats> => call((done) => fs.stat(path, done));
-export const lstatPathBigInt = (path: string): Promise<fs.BigIntStats> =>
-  call((done) => fs.lstat(path, { bigint: true }, done));
 /** Reads a whole file as UTF-8. */
 export const readUtf8 = (path: string): Promise<string> => call((done) => fs.readFile(path, "utf8", done));
 export const fstatFd = (fd: number): Promise<fs.Stats> => call((done) => fs.fstat(fd, done));

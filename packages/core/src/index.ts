@@ -52,7 +52,6 @@ export {
   fstatFd,
   fsyncFd,
   ftruncateFd,
-  lstatPathBigInt,
   openFd,
   readFd,
   readUtf8,

@@ -1,3 +1,4 @@
+import { writeFileSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
@@ -92,28 +93,25 @@ describe("createMemory", () => {
 
   it("checks the files once for sessions that start together, each still seeing what changed before it asked", async () => {
     memory = await createMemory(options());
-    await writeFile(path.join(workspace, "MEMORY.md"), "- The boat is called Wren\n");
+    const memoryFile = path.join(workspace, "MEMORY.md");
+    await writeFile(memoryFile, "- The boat is called Wren\n");
     expect(await memory.memoryContext(OWNER_SCOPE)).toContain("Wren");
-    // Hold the stat checks (node:fs's lstat, which core's fs-calls use) until released, counting them.
+    // Count the stat checks (node:fs's lstatSync) of the workspace's files.
     const fsModule = createRequire(import.meta.url)("node:fs") as typeof import("node:fs");
-    const original = fsModule.lstat;
-    const held: (() => void)[] = [];
+    const original = fsModule.lstatSync;
     let checks = 0;
-    let holding = true;
-    vi.spyOn(fsModule, "lstat").mockImplementation(((file: string, ...rest: unknown[]) => {
+    vi.spyOn(fsModule, "lstatSync").mockImplementation(((file: string, ...rest: unknown[]) => {
       if (String(file).startsWith(workspace)) checks += 1;
-      const go = () => (original as (...args: unknown[]) => void)(file, ...rest);
-      if (holding) held.push(go);
-      else go();
-    }) as typeof fsModule.lstat);
+      return (original as (...args: unknown[]) => unknown)(file, ...rest);
+    }) as typeof fsModule.lstatSync);
     syncBuiltinESMExports();
     try {
+      // Changed: the first session's check sees it and rebuilds the context, which takes a while.
+      writeFileSync(memoryFile, "- The boat is called Robin\n");
       const first = memory.memoryContext(OWNER_SCOPE);
-      // Edited by hand after the first session's check began: the sessions that start now must see it.
-      await writeFile(path.join(workspace, "MEMORY.md"), "- The boat is called Kite\n");
+      // Edited by hand while that check runs: the sessions that start now must see it.
+      writeFileSync(memoryFile, "- The boat is called Kite\n");
       const together = Array.from({ length: 50 }, () => memory?.memoryContext(OWNER_SCOPE));
-      holding = false;
-      for (const go of held.splice(0)) go();
       const [, ...later] = await Promise.all([first, ...together]);
       for (const text of later) expect(text).toContain("The boat is called Kite");
       // Two checks of three files (the first session's, then one for the fifty), not 51.

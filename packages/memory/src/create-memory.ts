@@ -1,3 +1,4 @@
+import { lstatSync } from "node:fs";
 import { join } from "node:path";
 import { readTextFile, type Tool, type WorkspaceTarget } from "@almanac/agent";
 import {
@@ -5,7 +6,6 @@ import {
   type Embedder,
   groupCalls,
   type Logger,
-  lstatPathBigInt,
   type TokenCounter,
   writeFileDurably,
 } from "@almanac/core";
@@ -227,11 +227,9 @@ export async function createMemory(options: MemoryOptions): Promise<Memory> {
    * checks, reads and token counts were ~13 % of the server's main thread while 100 sessions started at once).
    * A write through the store replaces the file (a new inode); an edit in place changes its times.
    *
-   * The checks of one scope run in groups (core's `groupCalls`): sessions starting while a check runs share
-   * the one after it, which still sees every change made before they asked. 100 sessions starting at once made
-   * 300 lstats, each a hand-off to the thread pool; now ~200 (bench/new-sessions.ts under strace). The
-   * main thread's CPU moved within the noise: most of the ~7 % of its profile samples that sat in those lstats
-   * were waits for the CPU after the hand-off, on 2 cores shared with the model and the client.
+   * The checks of one scope run in groups (core's `groupCalls`): sessions starting while a check (and the
+   * rebuild it may start) runs share the one after it, which still sees every change made before they asked.
+   * The stat calls are blocking (see `fileStamp`).
    */
   const KEPT_CONTEXTS = 256; // scopes: the owner and each shared chat
   const contexts = new Map<string, { readonly stamps: string; readonly text: string }>();
@@ -239,16 +237,7 @@ export async function createMemory(options: MemoryOptions): Promise<Memory> {
     const scope = JSON.parse(key) as MemoryScope;
     const now = Date.now();
     const files = memoryContextFiles(scope, now, timeZone);
-    const stamps = (
-      await Promise.all(
-        files.map((file) =>
-          lstatPathBigInt(join(workspace, file)).then(
-            (stats) => `${file}:${stats.ino}:${stats.size}:${stats.ctimeNs}:${stats.mtimeNs}`,
-            () => `${file}:-`,
-          ),
-        ),
-      )
-    ).join("|");
+    const stamps = files.map((file) => fileStamp(workspace, file)).join("|");
     const known = contexts.get(key);
     if (known !== undefined && known.stamps === stamps) return known.text;
     const text = await buildMemoryContext({
@@ -375,4 +364,20 @@ async function openIndex(
     onRepair,
     logger,
   });
+}
+
+/**
+ * What a memory file is right now (inode, size, change times; `-` when it is missing or cannot be read), asked
+ * blocking: a cached lstat costs the main thread a few µs, where a call handed to libuv's pool held it 20–35 µs
+ * and queued behind the sessions' fsyncs, before each new session's first model call (BENCHMARKS.md, "Issue 14,
+ * eleventh pass").
+ */
+function fileStamp(workspace: string, file: string): string {
+  try {
+    const stats = lstatSync(join(workspace, file), { bigint: true, throwIfNoEntry: false });
+    if (stats !== undefined) return `${file}:${stats.ino}:${stats.size}:${stats.ctimeNs}:${stats.mtimeNs}`;
+  } catch {
+    // Unreadable counts as missing, as when the file is gone: the context is then rebuilt from what is there.
+  }
+  return `${file}:-`;
 }
