@@ -7,7 +7,7 @@ export async function readTextIfExists(path: string): Promise<string | undefined
   try {
     // A missing file (a new session's snapshot) is answered without the thread pool: see `isMissing`.
     if (isMissing(path)) return undefined;
-    // node:fs's callback readFile: a new session's missing snapshot costs the main thread less (fs-calls.ts).
+    // node:fs's callback readFile: it costs the main thread less than the promise one (fs-calls.ts).
     return await readUtf8(path);
   } catch (error) {
     if (isErrnoCode(error, "ENOENT")) return undefined;
