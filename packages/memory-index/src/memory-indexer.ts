@@ -175,6 +175,8 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
       filesRemoved += 1;
     }
     if (files.length > 200) logger.info({ files: files.length }, "memory sync started");
+    // Known from the start: the status shows 0 of N while the first files are read, not nothing.
+    syncOptions.onProgress?.({ phase: "index", done: 0, total: files.length });
     let filesIndexed = 0;
     let chunksIndexed = 0;
     let chunksFromCache = 0;
