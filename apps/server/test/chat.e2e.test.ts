@@ -1,7 +1,14 @@
+import { type IncomingHttpHeaders, request } from "node:http";
 import { formatSessionKey, sessionKeyToFileStem } from "@almanac/core";
 import { lastUserText, type RecordedChatRequest, script } from "@almanac/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { readTranscriptLines, startTestServer, TEST_MODEL_KEY, type TestServer } from "./test-server.js";
+import {
+  readTranscriptLines,
+  startTestServer,
+  TEST_MODEL_KEY,
+  TEST_TOKEN,
+  type TestServer,
+} from "./test-server.js";
 
 const echo = (request: RecordedChatRequest) => script.text(`echo: ${lastUserText(request)}`);
 const apiStem = (id: string) =>
@@ -103,6 +110,55 @@ describe("chat over the OpenAI-compatible endpoint", () => {
       .create({ model: "almanac", user: "timed", messages: [{ role: "user", content: "/status" }] })
       .withResponse();
     expect(command.response.headers.get("server-timing")).toBeNull();
+  });
+
+  it("sends a streamed answer's Server-Timing as a trailer, its headers having left before the model answered", async () => {
+    running = await startTestServer();
+    running.llm.enqueue(script.text("streamed slowly", { delayMs: 120 }));
+    const url = new URL(`${running.server.url}/v1/chat/completions`);
+    const { headers, body, trailers } = await new Promise<{
+      headers: IncomingHttpHeaders;
+      body: string;
+      trailers: NodeJS.Dict<string>;
+    }>((resolve, reject) => {
+      const call = request(
+        url,
+        {
+          method: "POST",
+          headers: { authorization: `Bearer ${TEST_TOKEN}`, "content-type": "application/json" },
+        },
+        (response) => {
+          let text = "";
+          response.setEncoding("utf8");
+          response.on("data", (part: string) => {
+            text += part;
+          });
+          response.on("end", () =>
+            resolve({ headers: response.headers, body: text, trailers: response.trailers }),
+          );
+          response.on("error", reject);
+        },
+      );
+      call.on("error", reject);
+      call.end(
+        JSON.stringify({
+          model: "almanac",
+          stream: true,
+          user: "streamed-timing",
+          messages: [{ role: "user", content: "stream and time it" }],
+        }),
+      );
+    });
+    expect(headers["content-type"]).toContain("text/event-stream");
+    expect(headers.trailer).toBe("server-timing");
+    expect(body).toContain("data: [DONE]");
+    const timing = /^model;dur=([\d.]+);desc="model calls", total;dur=([\d.]+)$/.exec(
+      trailers["server-timing"] ?? "",
+    );
+    expect(timing).not.toBeNull();
+    const [modelMs, totalMs] = [Number(timing?.[1]), Number(timing?.[2])];
+    expect(modelMs).toBeGreaterThanOrEqual(115);
+    expect(totalMs).toBeGreaterThanOrEqual(modelMs);
   });
 
   it("keeps two sessions isolated", async () => {

@@ -10,7 +10,11 @@ export interface LazyEventStream {
   sendRaw(line: string): void;
   /** True once the first event went out: errors must then be reported inside the stream. */
   readonly started: boolean;
-  end(): void;
+  /**
+   * Ends the stream, with `trailers` after its last event when given (their names must be among the
+   * `trailerNames` the stream was created with: the `Trailer` header announces them with the first event).
+   */
+  end(trailers?: Record<string, string>): void;
 }
 
 /**
@@ -20,6 +24,7 @@ export interface LazyEventStream {
 export function createLazyEventStream(
   reply: FastifyReply,
   headers: Record<string, string> = {},
+  trailerNames: readonly string[] = [],
 ): LazyEventStream {
   // Checked now, before the caller runs its turn: a header refused at the first event would drop the stream.
   for (const [name, value] of Object.entries(headers)) {
@@ -34,6 +39,7 @@ export function createLazyEventStream(
       "content-type": "text/event-stream; charset=utf-8",
       "cache-control": "no-cache",
       connection: "keep-alive",
+      ...(trailerNames.length > 0 ? { trailer: trailerNames.join(", ") } : {}),
       ...headers,
     });
     started = true;
@@ -50,7 +56,9 @@ export function createLazyEventStream(
     get started() {
       return started;
     },
-    end() {
+    end(trailers) {
+      // Sent only in a chunked response (HTTP/1.1); an HTTP/1.0 client's stream just ends.
+      if (started && trailers !== undefined) reply.raw.addTrailers(trailers);
       reply.raw.end();
     },
   };

@@ -150,7 +150,8 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
       }
 
       // Streaming: headers go out only with the first delta, so errors before it still get a proper status.
-      const stream = createLazyEventStream(reply, { [SESSION_HEADER]: sessionHeader });
+      // A stream's headers leave before the model is called: its Server-Timing comes as a trailer.
+      const stream = createLazyEventStream(reply, { [SESSION_HEADER]: sessionHeader }, ["server-timing"]);
       const write = (data: unknown) => stream.send(data);
       const chunk = (delta: Record<string, unknown>, finishReason: string | null) => ({
         id,
@@ -178,7 +179,11 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
         }
         write(chunk({}, "stop"));
         stream.sendRaw("[DONE]");
-        stream.end();
+        stream.end(
+          result.modelMs === undefined
+            ? undefined
+            : { "server-timing": serverTiming(result.modelMs, reply.elapsedTime) },
+        );
       } catch (error) {
         if (!stream.started) throw error;
         request.log.error({ err: error }, "streamed turn failed");
