@@ -131,4 +131,47 @@ describe("createNodeHttpFetch", () => {
     await expect(nodeFetch(`${base}/cut`)).rejects.toMatchObject({ code: "ECONNRESET" });
     await expect(nodeFetch("http://127.0.0.1:1/")).rejects.toMatchObject({ code: "ECONNREFUSED" });
   });
+
+  it("sends a request again, once, when the kept-alive connection it was written to had just been closed", async () => {
+    // A server that closes a kept-alive connection as the next request arrives on it, without reading it: what a
+    // client sees when the server's idle timeout runs out just as the connection is reused.
+    const seen: string[] = [];
+    const served = new WeakSet<object>();
+    const closing = createServer((request, response) => {
+      const socket = request.socket;
+      seen.push(served.has(socket) ? "reused" : "new");
+      if (served.has(socket) && request.url === "/closed-while-idle") {
+        socket.destroy();
+        return;
+      }
+      served.add(socket);
+      if (request.url === "/reset-on-new") {
+        socket.destroy();
+        return;
+      }
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify({ url: request.url }));
+    });
+    await new Promise<void>((resolve) => closing.listen(0, "127.0.0.1", resolve));
+    const at = `http://127.0.0.1:${(closing.address() as AddressInfo).port}`;
+    const ownFetch = createNodeHttpFetch();
+    try {
+      expect(await (await ownFetch(`${at}/first`, { method: "POST", body: "{}" })).json()).toEqual({
+        url: "/first",
+      });
+      const again = await ownFetch(`${at}/closed-while-idle`, { method: "POST", body: "{}" });
+      expect(await again.json()).toEqual({ url: "/closed-while-idle" });
+      expect(seen).toEqual(["new", "reused", "new"]);
+      // A connection reset on a new connection is the server's doing, not an idle close: not sent again.
+      seen.length = 0;
+      const fresh = createNodeHttpFetch();
+      await expect(fresh(`${at}/reset-on-new`, { method: "POST", body: "{}" })).rejects.toMatchObject({
+        code: "ECONNRESET",
+      });
+      expect(seen).toEqual(["new"]);
+    } finally {
+      closing.closeAllConnections();
+      await new Promise((resolve) => closing.close(resolve));
+    }
+  });
 });

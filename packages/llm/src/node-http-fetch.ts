@@ -1,4 +1,9 @@
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
+import {
+  type ClientRequest,
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingMessage,
+} from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
@@ -38,11 +43,22 @@ export function createNodeHttpFetch(): typeof fetch {
   };
 }
 
+/**
+ * True for the error of a request written to a kept-alive connection the server had just closed: its idle timeout
+ * ran out as the connection was picked for this request (a busy event loop has not yet seen the server's FIN), so
+ * the server never read it. Node's documentation gives the pattern (`request.reusedSocket`): send it again.
+ */
+function isClosedWhileIdle(request: ClientRequest, error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return request.reusedSocket && (code === "ECONNRESET" || code === "EPIPE");
+}
+
 function send(
   url: URL,
   agent: HttpAgent,
   init: RequestInit,
   body: string | Uint8Array | undefined,
+  resent = false,
 ): Promise<Response> {
   const { signal } = init;
   return new Promise<Response>((resolve, reject) => {
@@ -81,8 +97,19 @@ function send(
       fail(reason);
     };
     signal?.addEventListener("abort", onAbort, { once: true });
-    request.on("error", fail);
+    let answered = false;
+    request.on("error", (error) => {
+      // Sent again at once, on a new connection, and only once: the openai client's own retry would wait its
+      // backoff first (0.5 s or more), or fail the turn when retries are off. A run of bench/new-sessions.ts had
+      // one turn fail with "socket hang up" from the scripted model, which closes connections idle for 5 s.
+      if (!resent && !answered && isClosedWhileIdle(request, error) && settle()) {
+        send(url, agent, init, body, true).then(resolve, reject);
+        return;
+      }
+      fail(error);
+    });
     request.on("response", (response) => {
+      answered = true;
       const responseHeaders = new Headers();
       const raw = response.rawHeaders;
       for (let index = 0; index + 1 < raw.length; index += 2)
