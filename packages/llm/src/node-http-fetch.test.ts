@@ -174,4 +174,31 @@ describe("createNodeHttpFetch", () => {
       await new Promise((resolve) => closing.close(resolve));
     }
   });
+
+  it("closes a kept-alive connection a second before the server's Keep-Alive hint says it will", async () => {
+    const connections: string[] = [];
+    const served = new WeakSet<object>();
+    const hinting = createServer((request, response) => {
+      connections.push(served.has(request.socket) ? "reused" : "new");
+      served.add(request.socket);
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end("{}");
+    });
+    // Node's server closes connections idle for 2 s and says so: `Keep-Alive: timeout=2`.
+    hinting.keepAliveTimeout = 2_000;
+    await new Promise<void>((resolve) => hinting.listen(0, "127.0.0.1", resolve));
+    const at = `http://127.0.0.1:${(hinting.address() as AddressInfo).port}`;
+    const ownFetch = createNodeHttpFetch();
+    try {
+      await (await ownFetch(`${at}/a`)).json();
+      await (await ownFetch(`${at}/b`)).json();
+      // Idle for 1.4 s: past the hint less a second, before the server's own close.
+      await new Promise((resolve) => setTimeout(resolve, 1_400));
+      await (await ownFetch(`${at}/c`)).json();
+      expect(connections).toEqual(["new", "reused", "new"]);
+    } finally {
+      hinting.closeAllConnections();
+      await new Promise((resolve) => hinting.close(resolve));
+    }
+  });
 });

@@ -24,10 +24,19 @@ import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
  * as a connection error); an event stream (`text/event-stream`) resolves at the headers and streams. Any
  * other body type (a form, a stream) goes to the global fetch.
  */
+/** The agents' socket timeout: the longest a kept-alive connection waits for reuse (see createNodeHttpFetch). */
+const IDLE_CONNECTION_LIMIT_MS = 10 * 60_000;
+
 export function createNodeHttpFetch(): typeof fetch {
+  // An agent with a timeout honours the server's `Keep-Alive: timeout=N` hint: it closes an idle connection a
+  // second before the server would (Node's agent ignores the hint when it has no timeout of its own). Without
+  // it, a connection the server was closing could be picked for the next request (see `isClosedWhileIdle`).
+  // Ten minutes only bounds the rest: connections idle that long, or a request silent that long, which nothing
+  // here listens for (the model client has its own timeout).
+  const agentOptions = { keepAlive: true, timeout: IDLE_CONNECTION_LIMIT_MS };
   const agents = {
-    "http:": new HttpAgent({ keepAlive: true }),
-    "https:": new HttpsAgent({ keepAlive: true }),
+    "http:": new HttpAgent(agentOptions),
+    "https:": new HttpsAgent(agentOptions),
   };
   return (input, init) => {
     const body = init?.body;
