@@ -108,8 +108,8 @@ function send(
     signal?.addEventListener("abort", onAbort, { once: true });
     let answered = false;
     request.on("error", (error) => {
-      // Sent again at once, on a new connection, and only once: the openai client's own retry would wait its
-      // backoff first (0.5 s or more), or fail the turn when retries are off. A run of bench/new-sessions.ts had
+      // Sent again at once, on a new connection, and only once: the model's retries (retry.ts) would first wait
+      // a jittered backoff (up to 0.5 s by default), or fail the turn when they are off. A run of bench/new-sessions.ts had
       // one turn fail with "socket hang up" from the scripted model, which closes connections idle for 5 s.
       if (!resent && !answered && isClosedWhileIdle(request, error) && settle()) {
         send(url, agent, init, body, true).then(resolve, reject);
