@@ -8,6 +8,9 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { Readable } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 
+/** The agents' socket timeout: the longest a kept-alive connection waits for reuse (see createNodeHttpFetch). */
+const IDLE_CONNECTION_LIMIT_MS = 10 * 60_000;
+
 /**
  * A `fetch` for the `openai` client over `node:http`/`node:https` with keep-alive agents.
  *
@@ -24,9 +27,6 @@ import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
  * as a connection error); an event stream (`text/event-stream`) resolves at the headers and streams. Any
  * other body type (a form, a stream) goes to the global fetch.
  */
-/** The agents' socket timeout: the longest a kept-alive connection waits for reuse (see createNodeHttpFetch). */
-const IDLE_CONNECTION_LIMIT_MS = 10 * 60_000;
-
 export function createNodeHttpFetch(): typeof fetch {
   // An agent with a timeout honours the server's `Keep-Alive: timeout=N` hint: it closes an idle connection a
   // second before the server would (Node's agent ignores the hint when it has no timeout of its own). Without
@@ -108,9 +108,10 @@ function send(
     signal?.addEventListener("abort", onAbort, { once: true });
     let answered = false;
     request.on("error", (error) => {
-      // Sent again at once, on a new connection, and only once: the model's retries (retry.ts) would first wait
-      // a jittered backoff (up to 0.5 s by default), or fail the turn when they are off. A run of bench/new-sessions.ts had
-      // one turn fail with "socket hang up" from the scripted model, which closes connections idle for 5 s.
+      // Sent again at once, on a new connection, and only once: the model's retries (retry.ts) would first
+      // wait a jittered backoff (up to 0.5 s by default), or fail the turn when they are off. A run of
+      // bench/new-sessions.ts had one turn fail with "socket hang up" from the scripted model, which closes
+      // connections idle for 5 s.
       if (!resent && !answered && isClosedWhileIdle(request, error) && settle()) {
         send(url, agent, init, body, true).then(resolve, reject);
         return;
