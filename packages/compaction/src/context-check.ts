@@ -92,12 +92,8 @@ const toolTokensByCounter = new WeakMap<TokenCounter, WeakMap<readonly ToolSpec[
 function createPromptMeter(counter: TokenCounter): PromptMeter {
   let lastSystemText: string | undefined;
   let lastSystemTokens = 0;
-  let toolTokens = toolTokensByCounter.get(counter);
-  if (toolTokens === undefined) {
-    toolTokens = new WeakMap();
-    toolTokensByCounter.set(counter, toolTokens);
-  }
-  const toolsCounted = toolTokens;
+  const toolsCounted = toolTokensByCounter.get(counter) ?? new WeakMap<readonly ToolSpec[], number>();
+  toolTokensByCounter.set(counter, toolsCounted);
 
   const countSystem = (message: Message): number => {
     const block = message.content[0];

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, fstatSync, writeSync } from "node:fs";
+import { closeSync, fstatSync } from "node:fs";
 import { readdir, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { closeFd, fchmodFd, fsyncFd, openFd, renamePath, statPath, writeAllToFd } from "./fs-calls.js";
+import { closeFd, fchmodFd, fsyncFd, openFd, renamePath, statPath, writeWhole } from "./fs-calls.js";
 import { groupCalls } from "./grouped-calls.js";
 
 // The one durable write for every file Almanac replaces (snapshots, memory files, the summarizer journal,
@@ -74,7 +74,7 @@ export async function stageFileDurably(
   let fd: number | undefined;
   try {
     fd = await openFd(tempPath, "wx", mode ?? 0o666);
-    await writeAll(fd, data);
+    await writeWhole(fd, data);
     // The umask may have taken bits off the mode the file was created with; usually (0o600 and the usual 022) it
     // took none, and a blocking fstat (~2 µs) saves a trip through the thread pool.
     if (mode !== undefined && (fstatSync(fd).mode & 0o7777) !== mode) await fchmodFd(fd, mode);
@@ -107,23 +107,6 @@ export async function stageFileDurably(
     },
     discard,
   };
-}
-
-/**
- * Data up to this size is written blocking: into the page cache that costs the main thread microseconds, where a
- * write through libuv's 4-thread pool waits behind every fsync queued before it (a checkpoint of a session
- * during a burst of new sessions). Larger data goes through the pool, not to hold up the event loop.
- */
-const BLOCKING_WRITE_BYTES = 64 * 1024;
-
-/** Writes all of `data` at the descriptor's position (a new file: from its start). */
-async function writeAll(fd: number, data: string | Uint8Array): Promise<void> {
-  // A string's UTF-8 is at least as long as its UTF-16 length: a long one is not encoded twice.
-  if (data.length > BLOCKING_WRITE_BYTES) return writeAllToFd(fd, data);
-  const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
-  if (bytes.byteLength > BLOCKING_WRITE_BYTES) return writeAllToFd(fd, bytes);
-  for (let offset = 0; offset < bytes.byteLength; )
-    offset += writeSync(fd, bytes, offset, bytes.byteLength - offset);
 }
 
 async function existingMode(path: string): Promise<number | undefined> {

@@ -29,9 +29,30 @@ export const fsyncFd = (fd: number): Promise<void> =>
   call((done) => fs.fsync(fd, (error: NodeJS.ErrnoException | null) => done(error, undefined)));
 export const fchmodFd = (fd: number, mode: number): Promise<void> =>
   call((done) => fs.fchmod(fd, mode, (error: NodeJS.ErrnoException | null) => done(error, undefined)));
-/** Writes all of `data` at the descriptor's current position (a new file: from its start). */
-export const writeAllToFd = (fd: number, data: string | Uint8Array): Promise<void> =>
+/** Writes all of `data` at the descriptor's current position, through the pool. */
+const writeAllToFd = (fd: number, data: string | Uint8Array): Promise<void> =>
   call((done) => fs.writeFile(fd, data, (error: NodeJS.ErrnoException | null) => done(error, undefined)));
+
+/**
+ * Data up to this size is written blocking by {@link writeWhole}: into the page cache that costs the main thread
+ * a few µs, where a write handed to the pool waits behind every fsync queued before it. Larger data goes through
+ * the pool, not to hold up the event loop.
+ */
+const BLOCKING_WRITE_BYTES = 64 * 1024;
+
+/**
+ * Writes all of `data` at the descriptor's position (a new file: from its start; one opened for appending: at its
+ * end), blocking up to {@link BLOCKING_WRITE_BYTES} (a turn's transcript lines, a snapshot, a statistics line).
+ */
+export async function writeWhole(fd: number, data: string | Uint8Array): Promise<void> {
+  // A string's UTF-8 is at least as long as its UTF-16 length: a long one is not encoded twice.
+  if (data.length > BLOCKING_WRITE_BYTES) return writeAllToFd(fd, data);
+  const bytes = typeof data === "string" ? Buffer.from(data, "utf8") : data;
+  if (bytes.byteLength > BLOCKING_WRITE_BYTES) return writeAllToFd(fd, bytes);
+  // A write may take only part of the bytes.
+  for (let offset = 0; offset < bytes.byteLength; )
+    offset += fs.writeSync(fd, bytes, offset, bytes.byteLength - offset);
+}
 export const renamePath = (from: string, to: string): Promise<void> =>
   call((done) => fs.rename(from, to, (error: NodeJS.ErrnoException | null) => done(error, undefined)));
 export const statPath = (path: string): Promise<fs.Stats> => call((done) => fs.stat(path, done));
@@ -43,6 +64,3 @@ export const ftruncateFd = (fd: number, length: number): Promise<void> =>
 /** Reads up to `length` bytes at `position` into `buffer` from its start; resolves with the bytes read. */
 export const readFd = (fd: number, buffer: Uint8Array, length: number, position: number): Promise<number> =>
   call((done) => fs.read(fd, buffer, 0, length, position, done));
-/** Writes `length` bytes of `buffer` from `offset` at the end of a file opened for appending; resolves with the bytes written. */
-export const writeFd = (fd: number, buffer: Uint8Array, offset: number, length: number): Promise<number> =>
-  call((done) => fs.write(fd, buffer, offset, length, null, done));

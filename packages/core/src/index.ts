@@ -55,7 +55,7 @@ export {
   openFd,
   readFd,
   readUtf8,
-  writeFd,
+  writeWhole,
 } from "./fs-calls.js";
 export { groupCalls } from "./grouped-calls.js";
 export { type LinkedSignal, linkAbortSignals } from "./linked-signal.js";

@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, statSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, statSync } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { dirname } from "node:path";
 import {
@@ -12,7 +12,7 @@ import {
   openFd,
   readFd,
   type StagedFile,
-  writeFd,
+  writeWhole,
 } from "@almanac/core";
 import { linesOf } from "../lines-of.js";
 import { isMissing } from "./file-helpers.js";
@@ -75,23 +75,6 @@ interface OpenTranscript {
   /** Written by a deferred append and not fsynced yet; `"new file"` when its directory entry is not either. */
   readonly unsynced: false | "data" | "new file";
 }
-
-/**
- * Writes all of `bytes` at the end of a file opened for appending (a write may take only part of them). A
- * turn's lines (up to {@link BLOCKING_WRITE_BYTES}) are written blocking: into the page cache that costs a few
- * µs of CPU, through the thread pool ~50 µs (the fsync after it stays asynchronous).
- */
-async function writeAll(fd: number, bytes: Buffer): Promise<void> {
-  for (let offset = 0; offset < bytes.byteLength; ) {
-    const length = bytes.byteLength - offset;
-    offset +=
-      length <= BLOCKING_WRITE_BYTES
-        ? writeSync(fd, bytes, offset, length)
-        : await writeFd(fd, bytes, offset, length);
-  }
-}
-
-const BLOCKING_WRITE_BYTES = 64 * 1024;
 
 /** The transcript lines of `messages`; throws `session.message_invalid` for one that could not be read back. */
 export function encodeTranscriptLines(key: string, messages: readonly Message[]): string[] {
@@ -224,7 +207,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
         }
         const bytes = Buffer.from(`${prefix}${lines.join("\n")}\n`, "utf8");
         if (deferSync && alongside === undefined) {
-          await writeAll(fd, bytes);
+          await writeWhole(fd, bytes);
           keep(path, {
             fd,
             ino,
@@ -237,7 +220,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
         }
         const staging = alongside?.(size + bytes.byteLength);
         const appending = (async () => {
-          await writeAll(fd, bytes);
+          await writeWhole(fd, bytes);
           // The new file's directory entry beside its data: neither needs the other first.
           await Promise.all([fsyncFd(fd), newFile ? fsyncDirectory(dirname(path)) : undefined]);
         })();

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import { appendFileSync, closeSync, writeSync } from "node:fs";
+import { appendFileSync, closeSync } from "node:fs";
 import { mkdir, readdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { type Logger, openFd } from "@almanac/core";
+import { type Logger, openFd, writeWhole } from "@almanac/core";
 import { localDateOf } from "@almanac/memory-files";
 import { z } from "zod";
 import { readTextIfExists } from "../sessions/file-helpers.js";
@@ -162,9 +162,7 @@ export function lastLocalDates(days: number, now: number, timeZone: string): str
 async function appendToNewFile(file: string, text: string): Promise<void> {
   const fd = await openFd(file, "a", 0o666);
   try {
-    const bytes = Buffer.from(text, "utf8");
-    for (let offset = 0; offset < bytes.byteLength; )
-      offset += writeSync(fd, bytes, offset, bytes.byteLength - offset);
+    await writeWhole(fd, text);
   } finally {
     closeSync(fd);
   }
