@@ -1,3 +1,20 @@
+/**
+ * What 100 conversations starting at once cost the server (not part of the test run): the first turns of
+ * bench/server-process.ts's 100 × 10 phase, alone. The built server runs in its own process over an empty
+ * home (bench/almanac-process.ts), the scripted model in another (bench/model-process.ts); the client sends one
+ * turn each for `--sessions` new conversations at once, waits for all the answers, then (unless `--only-new`) one
+ * more turn each for the same conversations, again at once. That is one round; `--rounds` of them, each with new conversations.
+ * Printed, per burst: the time until the last answer, and the server's CPU in it, its main thread's and the
+ * whole process's (`/proc`). The medians leave out the first `--skip` rounds (V8 still compiling the turn path).
+ *
+ * Main-thread CPU moves less with the machine's load than the latencies, but on a shared machine still by up to
+ * 2× between runs minutes apart (BENCHMARKS.md, "Issue 14, eighth pass"): compare builds in alternated runs.
+ * The rest of a burst's time is the thread pool's: each new conversation fsyncs its new transcript, and the
+ * sessions directory is fsynced for the new entries (in groups; core's `fsyncDirectory`).
+ *
+ * Run: node --import tsx bench/new-sessions.ts [--main apps/server/dist/main.js] [--sessions 100] [--rounds 12]
+ *      [--skip 4] [--only-new] ["--node-flags=<flags for the server's node, e.g. --cpu-prof --cpu-prof-dir=/tmp/p>"]
+ */
 import { mkdtemp, rm } from "node:fs/promises";
 import { Agent } from "node:http";
 import { tmpdir } from "node:os";
