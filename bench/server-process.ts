@@ -195,10 +195,30 @@ async function main(): Promise<void> {
     clientPauses.observe({ entryTypes: ["gc"] });
     /** Each measured turn's span, in ms since the epoch (the clock of the model's pauses). */
     const spans: { from: number; to: number }[] = [];
+    // Each turn's run and run-queue wait of the server's and the model's main threads: on 2 cores shared by
+    // three processes, a ready thread can wait for a core while the others run.
+    const schedules: {
+      server: { ranMs: number; waitedMs: number };
+      model: { ranMs: number; waitedMs: number };
+    }[] = [];
     for (let index = 0; index < 300; index += 1) {
+      const serverBefore = mainThreadSchedule(serverPid);
+      const modelBefore = mainThreadSchedule(modelPid);
       const from = performance.timeOrigin + performance.now();
       const { latency, timing } = await timedTurn("sequential", `message ${index}`);
       spans.push({ from, to: performance.timeOrigin + performance.now() });
+      const serverAfter = mainThreadSchedule(serverPid);
+      const modelAfter = mainThreadSchedule(modelPid);
+      schedules.push({
+        server: {
+          ranMs: serverAfter.ranMs - serverBefore.ranMs,
+          waitedMs: serverAfter.waitedMs - serverBefore.waitedMs,
+        },
+        model: {
+          ranMs: modelAfter.ranMs - modelBefore.ranMs,
+          waitedMs: modelAfter.waitedMs - modelBefore.waitedMs,
+        },
+      });
       turns.push(latency);
       timings.push(timing);
       if ((index + 1) % 50 === 0) {
@@ -248,9 +268,13 @@ async function main(): Promise<void> {
         const own = modelOwn.get(`message ${index}`) ?? Number.NaN;
         const latency = turns[index] ?? Number.NaN;
         const timing = timings[index] ?? { model: Number.NaN, total: Number.NaN };
-        return `#${index} (model request ${requestBytes.get(`message ${index}`)} bytes) ${beyond.toFixed(2)} = server ${(timing.total - timing.model).toFixed(2)} + model waits beyond its clock ${(timing.model - own).toFixed(2)} (the model collecting garbage meanwhile: ${pausedDuring(modelPauses, index).toFixed(2)}) + outside ${(latency - timing.total).toFixed(2)} (this client collecting garbage meanwhile: ${pausedDuring(clientCollections, index).toFixed(2)})`;
+        const schedule = schedules[index];
+        return `#${index} (model request ${requestBytes.get(`message ${index}`)} bytes) ${beyond.toFixed(2)} = server ${(timing.total - timing.model).toFixed(2)} + model waits beyond its clock ${(timing.model - own).toFixed(2)} (the model collecting garbage meanwhile: ${pausedDuring(modelPauses, index).toFixed(2)}) + outside ${(latency - timing.total).toFixed(2)} (this client collecting garbage meanwhile: ${pausedDuring(clientCollections, index).toFixed(2)}); main threads ran / waited for a core: server ${schedule?.server.ranMs.toFixed(2)} / ${schedule?.server.waitedMs.toFixed(2)}, model ${schedule?.model.ranMs.toFixed(2)} / ${schedule?.model.waitedMs.toFixed(2)}`;
       });
     note(`  the 6 turns that added most (ms): ${worst.join("; ")}`);
+    note(
+      `  the main threads' waits for a core, per turn: server ${format(schedules.map((entry) => entry.server.waitedMs))}, model ${format(schedules.map((entry) => entry.model.waitedMs))}; their run time per turn: server ${format(schedules.map((entry) => entry.server.ranMs))}, model ${format(schedules.map((entry) => entry.model.ranMs))}`,
+    );
     const longPauses = modelPauses.filter((pause) => pause.ms >= 1);
     note(
       `  the model's collections over the 300 turns: ${modelPauses.length}, ${longPauses.length} of 1 ms or more (${longPauses.map((pause) => `${pause.kind} ${pause.ms.toFixed(1)}`).join(", ")})`,
@@ -436,6 +460,20 @@ function threadCpuMs(pid: number): Map<string, number> {
     }
   }
   return byName;
+}
+
+/**
+ * The main thread of `pid`: the CPU time it ran and the time it waited in the kernel's run queue for a core,
+ * both in ms (/proc/<pid>/schedstat, Linux; NaN elsewhere). A wait is time the thread was ready to run but every
+ * core was busy, with another process or with one of the process's own threads.
+ */
+function mainThreadSchedule(pid: number): { ranMs: number; waitedMs: number } {
+  try {
+    const [ran, waited] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ");
+    return { ranMs: Number(ran) / 1e6, waitedMs: Number(waited) / 1e6 };
+  } catch {
+    return { ranMs: Number.NaN, waitedMs: Number.NaN };
+  }
 }
 
 /** Established TCP connections to `port` on this machine, counted at the connecting end (/proc/net/tcp). */
