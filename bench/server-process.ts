@@ -195,30 +195,17 @@ async function main(): Promise<void> {
     clientPauses.observe({ entryTypes: ["gc"] });
     /** Each measured turn's span, in ms since the epoch (the clock of the model's pauses). */
     const spans: { from: number; to: number }[] = [];
-    // Each turn's run and run-queue wait of the server's and the model's main threads: on 2 cores shared by
-    // three processes, a ready thread can wait for a core while the others run.
-    const schedules: {
-      server: { ranMs: number; waitedMs: number };
-      model: { ranMs: number; waitedMs: number };
-    }[] = [];
+    // Each turn's run and run-queue time of every thread of the three processes (/proc schedstat): on 2 cores, a
+    // ready main thread can wait for a core while another process, or a background thread (V8's compiler and
+    // collector, libuv's pool), runs.
+    const processes = { server: serverPid, model: modelPid, client: process.pid };
+    const schedules: Map<string, ThreadSchedule>[] = [];
     for (let index = 0; index < 300; index += 1) {
-      const serverBefore = mainThreadSchedule(serverPid);
-      const modelBefore = mainThreadSchedule(modelPid);
+      const before = threadSchedules(processes);
       const from = performance.timeOrigin + performance.now();
       const { latency, timing } = await timedTurn("sequential", `message ${index}`);
       spans.push({ from, to: performance.timeOrigin + performance.now() });
-      const serverAfter = mainThreadSchedule(serverPid);
-      const modelAfter = mainThreadSchedule(modelPid);
-      schedules.push({
-        server: {
-          ranMs: serverAfter.ranMs - serverBefore.ranMs,
-          waitedMs: serverAfter.waitedMs - serverBefore.waitedMs,
-        },
-        model: {
-          ranMs: modelAfter.ranMs - modelBefore.ranMs,
-          waitedMs: modelAfter.waitedMs - modelBefore.waitedMs,
-        },
-      });
+      schedules.push(scheduleSince(before, threadSchedules(processes)));
       turns.push(latency);
       timings.push(timing);
       if ((index + 1) % 50 === 0) {
@@ -257,6 +244,15 @@ async function main(): Promise<void> {
     note(
       `1 session, 300 sequential turns: ${format(turns)}; the model alone ${format(alone)}; the model's own time over a turn's requests ${format([...modelOwn.values()])}; what the server added: beyond the model's own time ${format(beyondModel)}, beyond the model waits in Server-Timing ${format(beyondModelWait)}, inside the server (Server-Timing) ${format(insideServer)}; server CPU ${cpuPerTurn.toFixed(2)} ms a turn, of it system ${systemPerTurn.toFixed(2)} ms (by 50 turns: ${blocks.join(", ")}; by thread: ${byThread}) (monotonic µs ${from}–${process.hrtime.bigint() / 1000n})`,
     );
+    const mainThreads = (label: string, field: keyof ThreadSchedule) =>
+      schedules.map((schedule) => schedule.get(`${label} main`)?.[field] ?? Number.NaN);
+    /** Per turn, the run time of a process's threads other than its main thread (its V8 and libuv helpers). */
+    const otherThreads = (label: string) =>
+      schedules.map((schedule) =>
+        [...schedule]
+          .filter(([name]) => name.startsWith(`${label} `) && name !== `${label} main`)
+          .reduce((sum, [, { ranMs }]) => sum + ranMs, 0),
+      );
     // The tail, taken apart: the server's own work (Server-Timing total minus its model waits), its model waits
     // beyond the model's own clock (building, sending and reading the requests, the hop, and any pause of the
     // model's process before its clock starts), and what lies outside the server's clock (the client, the hop).
@@ -268,12 +264,20 @@ async function main(): Promise<void> {
         const own = modelOwn.get(`message ${index}`) ?? Number.NaN;
         const latency = turns[index] ?? Number.NaN;
         const timing = timings[index] ?? { model: Number.NaN, total: Number.NaN };
-        const schedule = schedules[index];
-        return `#${index} (model request ${requestBytes.get(`message ${index}`)} bytes) ${beyond.toFixed(2)} = server ${(timing.total - timing.model).toFixed(2)} + model waits beyond its clock ${(timing.model - own).toFixed(2)} (the model collecting garbage meanwhile: ${pausedDuring(modelPauses, index).toFixed(2)}) + outside ${(latency - timing.total).toFixed(2)} (this client collecting garbage meanwhile: ${pausedDuring(clientCollections, index).toFixed(2)}); main threads ran / waited for a core: server ${schedule?.server.ranMs.toFixed(2)} / ${schedule?.server.waitedMs.toFixed(2)}, model ${schedule?.model.ranMs.toFixed(2)} / ${schedule?.model.waitedMs.toFixed(2)}`;
+        const schedule = schedules[index] ?? new Map<string, ThreadSchedule>();
+        const main = (label: string) =>
+          schedule.get(`${label} main`) ?? { ranMs: Number.NaN, waitedMs: Number.NaN };
+        const runners = [...schedule]
+          .filter(([, { ranMs }]) => ranMs >= 0.05)
+          .sort((a, b) => b[1].ranMs - a[1].ranMs)
+          .slice(0, 6)
+          .map(([label, { ranMs }]) => `${label} ${ranMs.toFixed(2)}`)
+          .join(", ");
+        return `#${index} (model request ${requestBytes.get(`message ${index}`)} bytes) ${beyond.toFixed(2)} = server ${(timing.total - timing.model).toFixed(2)} + model waits beyond its clock ${(timing.model - own).toFixed(2)} (the model collecting garbage meanwhile: ${pausedDuring(modelPauses, index).toFixed(2)}) + outside ${(latency - timing.total).toFixed(2)} (this client collecting garbage meanwhile: ${pausedDuring(clientCollections, index).toFixed(2)}); main threads ran / waited for a core: server ${main("server").ranMs.toFixed(2)} / ${main("server").waitedMs.toFixed(2)}, model ${main("model").ranMs.toFixed(2)} / ${main("model").waitedMs.toFixed(2)}; the threads that ran most meanwhile: ${runners}`;
       });
     note(`  the 6 turns that added most (ms): ${worst.join("; ")}`);
     note(
-      `  the main threads' waits for a core, per turn: server ${format(schedules.map((entry) => entry.server.waitedMs))}, model ${format(schedules.map((entry) => entry.model.waitedMs))}; their run time per turn: server ${format(schedules.map((entry) => entry.server.ranMs))}, model ${format(schedules.map((entry) => entry.model.ranMs))}`,
+      `  the main threads' waits for a core, per turn: server ${format(mainThreads("server", "waitedMs"))}, model ${format(mainThreads("model", "waitedMs"))}; their run time per turn: server ${format(mainThreads("server", "ranMs"))}, model ${format(mainThreads("model", "ranMs"))}; the other threads' run time per turn: server ${format(otherThreads("server"))}, model ${format(otherThreads("model"))}, this client ${format(otherThreads("client"))}`,
     );
     const longPauses = modelPauses.filter((pause) => pause.ms >= 1);
     note(
@@ -462,18 +466,48 @@ function threadCpuMs(pid: number): Map<string, number> {
   return byName;
 }
 
+interface ThreadSchedule {
+  /** CPU time the thread ran, ms. */
+  readonly ranMs: number;
+  /** Time it was ready to run but waited in the kernel's run queue for a core, ms. */
+  readonly waitedMs: number;
+}
+
 /**
- * The main thread of `pid`: the CPU time it ran and the time it waited in the kernel's run queue for a core,
- * both in ms (/proc/<pid>/schedstat, Linux; NaN elsewhere). A wait is time the thread was ready to run but every
- * core was busy, with another process or with one of the process's own threads.
+ * Every thread of each process, labelled "<process> main" or "<process> <name>/<thread id>" (Node 20 names its
+ * helper threads "node"; Node 24 "V8Worker", "libuv-worker"…): its run and run-queue time so far
+ * (/proc/<pid>/task/<tid>/schedstat, Linux; empty elsewhere).
  */
-function mainThreadSchedule(pid: number): { ranMs: number; waitedMs: number } {
-  try {
-    const [ran, waited] = readFileSync(`/proc/${pid}/task/${pid}/schedstat`, "utf8").split(" ");
-    return { ranMs: Number(ran) / 1e6, waitedMs: Number(waited) / 1e6 };
-  } catch {
-    return { ranMs: Number.NaN, waitedMs: Number.NaN };
+function threadSchedules(processes: Record<string, number>): Map<string, ThreadSchedule> {
+  const schedules = new Map<string, ThreadSchedule>();
+  for (const [label, pid] of Object.entries(processes)) {
+    const dir = `/proc/${pid}/task`;
+    if (!existsSync(dir)) continue;
+    for (const task of readdirSync(dir)) {
+      try {
+        const [ran, waited] = readFileSync(`${dir}/${task}/schedstat`, "utf8").split(" ");
+        const name =
+          task === String(pid) ? "main" : `${readFileSync(`${dir}/${task}/comm`, "utf8").trim()}/${task}`;
+        schedules.set(`${label} ${name}`, { ranMs: Number(ran) / 1e6, waitedMs: Number(waited) / 1e6 });
+      } catch {
+        // The thread ended between the listing and the read.
+      }
+    }
   }
+  return schedules;
+}
+
+/** What each thread ran and waited between two readings of {@link threadSchedules}. */
+function scheduleSince(
+  before: Map<string, ThreadSchedule>,
+  after: Map<string, ThreadSchedule>,
+): Map<string, ThreadSchedule> {
+  const since = new Map<string, ThreadSchedule>();
+  for (const [name, { ranMs, waitedMs }] of after) {
+    const earlier = before.get(name) ?? { ranMs: 0, waitedMs: 0 };
+    since.set(name, { ranMs: ranMs - earlier.ranMs, waitedMs: waitedMs - earlier.waitedMs });
+  }
+  return since;
 }
 
 /** Established TCP connections to `port` on this machine, counted at the connecting end (/proc/net/tcp). */
