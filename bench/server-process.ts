@@ -444,26 +444,16 @@ function threadCpuPerTurn(pid: number, before: Map<string, number>, turns: numbe
 }
 
 /**
- * CPU time (user + system, ms) of each thread of `pid` (Linux; empty elsewhere), labelled "main" or by name and
- * thread id (libuv's pool, V8's compiler and GC helpers).
+ * CPU time (ms) of each thread of `pid` (Linux; empty elsewhere), labelled "main" or by name and thread id
+ * (libuv's pool, V8's compiler and GC helpers).
  */
 function threadCpuMs(pid: number): Map<string, number> {
-  const byName = new Map<string, number>();
-  const dir = `/proc/${pid}/task`;
-  if (!existsSync(dir)) return byName;
-  for (const task of readdirSync(dir)) {
-    try {
-      const stat = readFileSync(`${dir}/${task}/stat`, "utf8");
-      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      // Node 20 names every other thread "node": those are told apart by their thread id.
-      const label = task === String(pid) ? "main" : `${name} ${task}`;
-      byName.set(label, (byName.get(label) ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10);
-    } catch {
-      // The thread ended between the listing and the read.
-    }
-  }
-  return byName;
+  return new Map(
+    [...threadSchedules({ process: pid })].map(([label, { ranMs }]) => [
+      label.slice("process ".length),
+      ranMs,
+    ]),
+  );
 }
 
 interface ThreadSchedule {
