@@ -58,7 +58,6 @@ export const renamePath = (from: string, to: string): Promise<void> =>
 export const statPath = (path: string): Promise<fs.Stats> => call((done) => fs.stat(path, done));
 /** Reads a whole file as UTF-8. */
 export const readUtf8 = (path: string): Promise<string> => call((done) => fs.readFile(path, "utf8", done));
-export const fstatFd = (fd: number): Promise<fs.Stats> => call((done) => fs.fstat(fd, done));
 export const ftruncateFd = (fd: number, length: number): Promise<void> =>
   call((done) => fs.ftruncate(fd, length, (error: NodeJS.ErrnoException | null) => done(error, undefined)));
 /** Reads up to `length` bytes at `position` into `buffer` from its start; resolves with the bytes read. */

@@ -49,7 +49,6 @@ export {
 } from "./errors.js";
 export {
   closeFd,
-  fstatFd,
   fsyncFd,
   ftruncateFd,
   openFd,
