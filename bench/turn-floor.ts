@@ -18,8 +18,14 @@
  * of the event loop (libuv/libuv#3696). With the loop busy serving the conversations already connected, the
  * rest trickle in one every 15–40 ms on this machine, and they are the p99.
  *
+ * `--idle-seconds S` idles S seconds between the warm-up and the timed turns, as bench/server-process.ts idles
+ * before its 100 × 10: the scripted model closes its idle connections after Node's default 5 s, and V8's memory
+ * reducer may collect meanwhile. `--idle-gc` also runs one full collection in this process 10 s into the idle,
+ * as the server's idle collector does (apps/server/src/idle-gc.ts). `--warm-up N` sets the sequential warm-up
+ * turns (default 50).
+ *
  * Run: node --import tsx bench/turn-floor.ts [--http fastify|node] [--llm openai|http] [--turns 300]
- *      [--sessions 1] [--cold-connections]
+ *      [--sessions 1] [--cold-connections] [--warm-up 50] [--idle-seconds 0] [--idle-gc]
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { Agent, createServer } from "node:http";
@@ -30,6 +36,7 @@ import { parseArgs } from "node:util";
 import { createNodeHttpFetch } from "@almanac/llm";
 import Fastify from "fastify";
 import OpenAI from "openai";
+import { fullGarbageCollection } from "../apps/server/src/idle-gc.js";
 import { killOnExit } from "./child-cleanup.js";
 import { httpCall } from "./http-call.js";
 import { startModelProcess } from "./model-process.js";
@@ -42,6 +49,9 @@ const { values } = parseArgs({
     client: { type: "string" },
     sessions: { type: "string", default: "1" },
     "cold-connections": { type: "boolean", default: false },
+    "warm-up": { type: "string", default: "50" },
+    "idle-seconds": { type: "string", default: "0" },
+    "idle-gc": { type: "boolean", default: false },
   },
 });
 const turns = Number(values.turns);
@@ -61,9 +71,11 @@ async function runClient(port: number): Promise<void> {
     );
     if (status !== 200) throw new Error(`HTTP ${status}`);
   };
-  for (let turn = 0; turn < 50; turn += 1) await send("warm-up");
+  for (let turn = 0; turn < Number(values["warm-up"]); turn += 1) await send("warm-up");
   if (sessions > 1 && !values["cold-connections"])
     await Promise.all(Array.from({ length: sessions }, () => send("warm-up")));
+  process.stdout.write("idle\n");
+  await new Promise((resolve) => setTimeout(resolve, Number(values["idle-seconds"]) * 1000));
   process.stdout.write("start\n");
   // Each turn's text names it, so the model's own time over it can be matched (bench/model-process.ts).
   const latencies: { text: string; ms: number }[] = [];
@@ -186,6 +198,10 @@ async function main(): Promise<void> {
       "--sessions",
       String(sessions),
       ...(values["cold-connections"] ? ["--cold-connections"] : []),
+      "--warm-up",
+      values["warm-up"],
+      "--idle-seconds",
+      values["idle-seconds"],
     ],
     {
       stdio: ["ignore", "pipe", "inherit"],
@@ -193,7 +209,14 @@ async function main(): Promise<void> {
   );
   killOnExit(clientProcess);
   const output = lines(clientProcess);
-  await output.next(); // warmed up
+  await output.next(); // warmed up, idle from now
+  const idleGc = values["idle-gc"] ? fullGarbageCollection() : undefined;
+  const idleCollection =
+    idleGc === undefined
+      ? undefined
+      : setTimeout(() => idleGc(), Math.min(10, Number(values["idle-seconds"]) / 2) * 1000);
+  await output.next(); // the timed turns start
+  clearTimeout(idleCollection);
   const cpuBefore = process.cpuUsage();
   const turnsSeen = JSON.parse((await output.next()).value) as { text: string; ms: number }[];
   const cpu = process.cpuUsage(cpuBefore);
