@@ -27,6 +27,7 @@ const { values } = parseArgs({
     "concurrent-rounds": { type: "string", default: "3" },
     "round-gap-seconds": { type: "string", default: "0" },
     "sequential-warm-up": { type: "string", default: "20" },
+    "warm-up-session-turns": { type: "string", default: "300" },
     "model-keep-alive-ms": { type: "string" },
   },
 });
@@ -166,9 +167,17 @@ async function main(): Promise<void> {
       JSON.parse(response.text);
       return performance.now() - begin;
     };
-    // Warm-up turns in another session, so the measured one starts with an empty history either way.
+    // Warm-up turns in other sessions, so the measured one starts with an empty history either way: a new session
+    // every `--warm-up-session-turns` turns (default 300, the measured session's own length, so the warm-up has
+    // seen every history length the measured turns reach). With 20 warm-up turns that is one session, as before.
+    // After a long warm-up in one session, V8's code was specialized to that session's closures and objects: the
+    // measured session's first turn threw ~20 optimized functions away ("wrong call target", "wrong map";
+    // `--trace-deopt`), compiled again during the measured turns. A warm-up in sessions of 10 turns still left 16
+    // deoptimizations in them, on paths a short history never takes (a snapshot over 64 KB, the checkpoints).
     const warmUp = Number(values["sequential-warm-up"]);
-    for (let index = 0; index < warmUp; index += 1) await turn("sequential-warm-up", `warm-up ${index}`);
+    const turnsPerSession = Number(values["warm-up-session-turns"]);
+    for (let index = 0; index < warmUp; index += 1)
+      await turn(`sequential-warm-up-${Math.floor(index / turnsPerSession)}`, `warm-up ${index}`);
     const alone: number[] = [];
     for (let index = 0; index < 300; index += 1) alone.push(await direct());
     const cpuBefore = cpuMs(serverPid);
