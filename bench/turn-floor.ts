@@ -20,9 +20,9 @@
  *
  * `--idle-seconds S` idles S seconds between the warm-up and the timed turns, as bench/server-process.ts idles
  * before its 100 × 10: the scripted model closes its idle connections after Node's default 5 s, and V8's memory
- * reducer may collect meanwhile. `--idle-gc` also runs one full collection in this process 10 s into the idle,
- * as the server's idle collector does (apps/server/src/idle-gc.ts). `--warm-up N` sets the sequential warm-up
- * turns (default 50).
+ * reducer may collect meanwhile. `--idle-gc` also runs one full collection in this process 10 s into the idle
+ * (halfway into a shorter one), as the server's idle collector does (apps/server/src/idle-gc.ts). `--warm-up N`
+ * sets the sequential warm-up turns (default 50).
  *
  * Run: node --import tsx bench/turn-floor.ts [--http fastify|node] [--llm openai|http] [--turns 300]
  *      [--sessions 1] [--cold-connections] [--warm-up 50] [--idle-seconds 0] [--idle-gc]
