@@ -29,6 +29,7 @@ const { values } = parseArgs({
     "sequential-warm-up": { type: "string", default: "20" },
     "warm-up-session-turns": { type: "string", default: "300" },
     "model-keep-alive-ms": { type: "string" },
+    "model-host": { type: "string" },
   },
 });
 
@@ -59,7 +60,13 @@ async function main(): Promise<void> {
   const model = await startModelProcess(
     modelKeepAlive === undefined ? {} : { keepAliveMs: Number(modelKeepAlive) },
   );
-  const { pid: modelPid, baseURL: modelURL } = model;
+  const { pid: modelPid } = model;
+  // `--model-host localhost`: the server names the model by a host name, as a deployment does, so each new
+  // connection to it starts with a DNS lookup (the scripted model listens on 127.0.0.1).
+  const modelURL =
+    values["model-host"] === undefined
+      ? model.baseURL
+      : model.baseURL.replace("//127.0.0.1:", `//${values["model-host"]}:`);
 
   const home = await mkdtemp(join(tmpdir(), "almanac-process-bench-"));
   if (values.memory === "year") await writeYearCorpus(join(home, "workspace"));
