@@ -233,9 +233,12 @@ async function main(): Promise<void> {
     sessions === 1
       ? `${turns} sequential turns`
       : `${sessions} sessions at once × ${turns} turns, ${values["cold-connections"] ? "new" : "open"} connections`;
+  // After an idle longer than the model's keep-alive (Node's 5 s) the connections the warm-up opened are gone.
+  const idle = Number(values["idle-seconds"]);
+  const after = idle > 0 ? `, after ${idle} s idle${values["idle-gc"] ? " with a full collection" : ""}` : "";
   const all = turns * sessions;
   console.log(
-    `turn floor (${values.http === "node" ? "node:http" : "fastify"} + ${values.llm === "http" ? "bare node:http call" : "openai client"}, ${shape}): p50 ${at(0.5).toFixed(2)} ms, p99 ${at(0.99).toFixed(2)} ms${sessions === 1 ? `; beyond the model's own time p50 ${at(0.5, beyondModel).toFixed(2)} ms, p99 ${at(0.99, beyondModel).toFixed(2)} ms` : ""}; this process's CPU ${((cpu.user + cpu.system) / 1000 / all).toFixed(2)} ms a turn, of it system ${(cpu.system / 1000 / all).toFixed(2)} ms`,
+    `turn floor (${values.http === "node" ? "node:http" : "fastify"} + ${values.llm === "http" ? "bare node:http call" : "openai client"}, ${shape}${after}): p50 ${at(0.5).toFixed(2)} ms, p99 ${at(0.99).toFixed(2)} ms${sessions === 1 ? `; beyond the model's own time p50 ${at(0.5, beyondModel).toFixed(2)} ms, p99 ${at(0.99, beyondModel).toFixed(2)} ms` : ""}; this process's CPU ${((cpu.user + cpu.system) / 1000 / all).toFixed(2)} ms a turn, of it system ${(cpu.system / 1000 / all).toFixed(2)} ms`,
   );
   await model.close();
   modelAgent.destroy();
