@@ -63,10 +63,9 @@ async function main(): Promise<void> {
   const { pid: modelPid } = model;
   // `--model-host localhost`: the server names the model by a host name, as a deployment does, so each new
   // connection to it starts with a DNS lookup (the scripted model listens on 127.0.0.1).
-  const modelURL =
-    values["model-host"] === undefined
-      ? model.baseURL
-      : model.baseURL.replace("//127.0.0.1:", `//${values["model-host"]}:`);
+  const modelAddress = new URL(model.baseURL);
+  if (values["model-host"] !== undefined) modelAddress.hostname = values["model-host"];
+  const modelURL = modelAddress.href.replace(/\/$/, "");
 
   const home = await mkdtemp(join(tmpdir(), "almanac-process-bench-"));
   if (values.memory === "year") await writeYearCorpus(join(home, "workspace"));
