@@ -1,4 +1,4 @@
-import { formatSessionKey, type InboundMessage } from "@almanac/core";
+import { formatSessionKey, type InboundAttachment, type InboundMessage } from "@almanac/core";
 import type { z } from "zod";
 import {
   mediaContentSchema,
@@ -11,7 +11,7 @@ import type { DingTalkInboundRaw } from "./types.js";
 /** Channel name of the adapter, used in session keys. */
 export const DINGTALK_CHANNEL = "dingtalk";
 
-type Attachment = NonNullable<InboundMessage["attachments"]>[number];
+type Attachment = InboundAttachment;
 
 /** Text and attachment references of a message body. */
 export interface FlattenedContent {
@@ -61,11 +61,20 @@ export function flattenContent(payload: RobotPayload): FlattenedContent {
   };
   const kind = kinds[payload.msgtype];
   if (kind === undefined || code === undefined || !media.success) return { text: "", attachments: [] };
-  const name = media.data.fileName;
+  const { fileName: name, duration } = media.data;
   return {
     // Voice messages come with DingTalk's speech recognition: that is what the user said.
     text: (media.data.recognition ?? "").trim(),
-    attachments: [{ kind, id: code, ...(name === undefined ? {} : { name }) }],
+    attachments: [
+      {
+        kind,
+        id: code,
+        // DingTalk's audio messages are voice messages recorded in the app.
+        ...(kind === "audio" ? { voice: true } : {}),
+        ...(name === undefined ? {} : { name }),
+        ...(duration === undefined ? {} : { durationMs: duration }),
+      },
+    ],
   };
 }
 

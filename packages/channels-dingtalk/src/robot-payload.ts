@@ -60,6 +60,8 @@ export const mediaContentSchema = z
     pictureDownloadCode: z.string().optional(),
     fileName: z.string().optional(),
     recognition: z.string().optional(),
+    /** Audio and video: length in milliseconds. */
+    duration: z.number().optional(),
   })
   .loose();
 

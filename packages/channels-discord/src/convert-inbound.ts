@@ -1,8 +1,15 @@
-import { type Conversation, formatSessionKey, type ImageBlock, type InboundMessage } from "@almanac/core";
+import {
+  type Conversation,
+  formatSessionKey,
+  type ImageBlock,
+  type InboundAttachment,
+  type InboundMessage,
+} from "@almanac/core";
 import {
   CONVERSATIONAL_MESSAGE_TYPES,
   type DiscordMessagePayload,
   messageCreateSchema,
+  VOICE_MESSAGE_FLAG,
 } from "./discord-message-schema.js";
 import type { DiscordLocation } from "./types.js";
 
@@ -151,10 +158,11 @@ const IMAGE_EXTENSION = /\.(png|jpe?g|gif|webp)$/i;
 
 function splitAttachments(message: DiscordMessagePayload): {
   images: ImageBlock[];
-  attachments: NonNullable<InboundMessage["attachments"]>[number][];
+  attachments: InboundAttachment[];
 } {
   const images: ImageBlock[] = [];
-  const attachments: NonNullable<InboundMessage["attachments"]>[number][] = [];
+  const attachments: InboundAttachment[] = [];
+  const voice = ((message.flags ?? 0) & VOICE_MESSAGE_FLAG) !== 0;
   for (const attachment of message.attachments) {
     const type = attachment.content_type?.split(";")[0]?.trim().toLowerCase();
     const isImage =
@@ -164,11 +172,18 @@ function splitAttachments(message: DiscordMessagePayload): {
       continue;
     }
     const family = type?.split("/")[0];
+    const kind = voice ? "audio" : family === "audio" || family === "video" ? family : "file";
     attachments.push({
-      kind: family === "audio" || family === "video" ? family : "file",
+      kind,
+      ...(voice ? { voice: true } : {}),
       name: attachment.filename,
       url: attachment.url,
       id: attachment.id,
+      ...(type === undefined ? {} : { contentType: type }),
+      ...(attachment.size === undefined ? {} : { size: attachment.size }),
+      ...(attachment.duration_secs === undefined
+        ? {}
+        : { durationMs: Math.round(attachment.duration_secs * 1000) }),
     });
   }
   return { images, attachments };

@@ -152,7 +152,18 @@ describe("receiving", () => {
         name: "report.pdf",
         url: expect.stringMatching(/report\.pdf$/),
         id: expect.any(String),
+        contentType: "application/pdf",
+        size: 1024,
       },
+    ]);
+  });
+
+  it("turns a voice message into an audio attachment marked as voice, with its length", async () => {
+    const event = harness.fake.dispatchMessage({ where: "dm", content: "", voice: { durationSecs: 2.5 } });
+    const message = await harness.received((candidate) => candidate.id === event.d.id);
+    expect(message.text).toBe("");
+    expect(message.attachments).toEqual([
+      expect.objectContaining({ kind: "audio", voice: true, name: "voice-message.ogg", durationMs: 2_500 }),
     ]);
   });
 });

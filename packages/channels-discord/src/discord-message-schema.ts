@@ -18,7 +18,12 @@ const attachmentSchema = z.object({
   url: z.string(),
   content_type: z.string().optional(),
   size: z.number().optional(),
+  /** Voice messages: the recording's length in seconds. */
+  duration_secs: z.number().optional(),
 });
+
+/** Message flag IS_VOICE_MESSAGE: the message is a voice message recorded in the app. */
+export const VOICE_MESSAGE_FLAG = 1 << 13;
 
 /**
  * The fields of a gateway MESSAGE_CREATE payload the adapter reads (Discord API v10). Everything else is
@@ -32,6 +37,7 @@ export const messageCreateSchema = z.object({
   member: memberSchema.optional(),
   content: z.string(),
   type: z.number().int(),
+  flags: z.number().int().optional(),
   webhook_id: snowflake.optional(),
   mentions: z.array(userSchema.extend({ member: memberSchema.optional() })).default([]),
   mention_roles: z.array(snowflake).default([]),

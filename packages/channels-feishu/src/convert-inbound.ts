@@ -111,14 +111,17 @@ export function convertContent(
   }
   const resource = resourceContentSchema.safeParse(value);
   if (!resource.success) return { text: "", attachments };
-  const { image_key: imageKey, file_key: fileKey, file_name: fileName } = resource.data;
+  const { image_key: imageKey, file_key: fileKey, file_name: fileName, duration } = resource.data;
   const nameField = fileName === undefined ? {} : { name: fileName };
+  const durationField = duration === undefined ? {} : { durationMs: duration };
   if (messageType === "image" && imageKey !== undefined) attachments.push({ kind: "image", id: imageKey });
   if (messageType === "file" && fileKey !== undefined)
     attachments.push({ kind: "file", id: fileKey, ...nameField });
-  if (messageType === "audio" && fileKey !== undefined) attachments.push({ kind: "audio", id: fileKey });
+  // Feishu's audio messages are voice messages recorded in the app (a sent audio file is a `file`).
+  if (messageType === "audio" && fileKey !== undefined)
+    attachments.push({ kind: "audio", voice: true, id: fileKey, ...durationField });
   if (messageType === "media" && fileKey !== undefined)
-    attachments.push({ kind: "video", id: fileKey, ...nameField });
+    attachments.push({ kind: "video", id: fileKey, ...nameField, ...durationField });
   if (messageType === "sticker" && fileKey !== undefined) attachments.push({ kind: "sticker", id: fileKey });
   return { text: "", attachments };
 }

@@ -87,4 +87,6 @@ export const resourceContentSchema = z.object({
   image_key: z.string().optional(),
   file_key: z.string().optional(),
   file_name: z.string().optional(),
+  /** Audio and media messages: length in milliseconds. */
+  duration: z.number().optional(),
 });

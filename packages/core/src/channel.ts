@@ -1,5 +1,26 @@
 import type { ImageBlock } from "./message.js";
 
+/**
+ * An attachment of an inbound message other than an image the model is shown (files, audio, video, and
+ * images a channel only knows by reference), by reference only: `url` where the platform gives a link, `id`
+ * where it gives a key to download with.
+ */
+export interface InboundAttachment {
+  /** `image`, `file`, `audio`, `video`, `sticker`, …; `audio` with `voice` for a recorded voice message. */
+  readonly kind: string;
+  /** True for a voice message recorded in the chat app (as opposed to an audio file sent). */
+  readonly voice?: boolean;
+  readonly name?: string;
+  readonly url?: string;
+  readonly id?: string;
+  /** MIME type, as the platform states it. */
+  readonly contentType?: string;
+  /** Bytes, as the platform states it. */
+  readonly size?: number;
+  /** Length of audio or video, in milliseconds, as the platform states it. */
+  readonly durationMs?: number;
+}
+
 /** Who sent an inbound message. */
 export interface Sender {
   readonly id: string;
@@ -38,13 +59,8 @@ export interface InboundMessage {
   readonly images?: readonly ImageBlock[];
   /** Id of the message this one replies to, when the platform says. */
   readonly replyTo?: string;
-  /** Attachments other than images (files, audio…), by reference only. */
-  readonly attachments?: readonly {
-    readonly kind: string;
-    readonly name?: string;
-    readonly url?: string;
-    readonly id?: string;
-  }[];
+  /** Attachments other than the images above (files, audio…), by reference only. */
+  readonly attachments?: readonly InboundAttachment[];
   /** Milliseconds since the Unix epoch. */
   readonly receivedAt: number;
   readonly raw?: unknown;

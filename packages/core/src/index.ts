@@ -4,6 +4,7 @@ export {
   type Conversation,
   hasTypingIndicator,
   hasWebhook,
+  type InboundAttachment,
   type InboundMessage,
   type OutboundMessage,
   type Sender,

@@ -2,7 +2,12 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { UserError } from "./errors.js";
 import { type ContentBlock, createMessage, type Message } from "./message.js";
-import { fromOpenAIMessage, toOpenAIMessage, toOpenAIMessages } from "./openai-wire.js";
+import {
+  emptyMessagePlaceholder,
+  fromOpenAIMessage,
+  toOpenAIMessage,
+  toOpenAIMessages,
+} from "./openai-wire.js";
 
 function roundTrip(message: Message, includeReasoning = true): Message[] {
   return toOpenAIMessage(message, { includeReasoning }).map((wire) =>
@@ -127,5 +132,32 @@ describe("OpenAI wire conversion", () => {
         expect(roundTrip(message)).toEqual([message]);
       }),
     );
+  });
+});
+
+describe("messages a strict server would refuse as empty", () => {
+  it("go out with a placeholder, so a stored empty message cannot fail every later request", () => {
+    const wire = toOpenAIMessages([
+      createMessage({ role: "user", content: [] }),
+      createMessage({ role: "user", content: "  " }),
+      createMessage({ role: "assistant", content: [] }),
+      createMessage({ role: "system", content: [] }),
+    ]);
+    expect(wire.map((message) => message.content)).toEqual([
+      emptyMessagePlaceholder.user,
+      emptyMessagePlaceholder.user,
+      emptyMessagePlaceholder.assistant,
+      emptyMessagePlaceholder.system,
+    ]);
+  });
+
+  it("leave an assistant message with tool calls and no text at content null", () => {
+    const [wire] = toOpenAIMessages([
+      createMessage({
+        role: "assistant",
+        content: [{ type: "tool_call", id: "c1", name: "read_file", arguments: "{}" }],
+      }),
+    ]);
+    expect(wire).toMatchObject({ role: "assistant", content: null });
   });
 });

@@ -44,10 +44,25 @@ export interface ToOpenAIOptions {
   readonly includeReasoning?: boolean;
 }
 
+/**
+ * What a request carries in place of a user or system message with no content, or an assistant message with
+ * neither text nor tool calls (stored before such messages were refused at the door): strict servers refuse
+ * an empty message, and one refused message in the history would fail every later request of the conversation.
+ */
+export const emptyMessagePlaceholder = Object.freeze({
+  user: "(empty message)",
+  system: "(empty system message)",
+  assistant: "(empty reply)",
+});
+
 function textOnly(blocks: readonly ContentBlock[]): string[] {
   const texts: string[] = [];
   for (const block of blocks) if (block.type === "text") texts.push(block.text);
   return texts;
+}
+
+function isBlank(texts: readonly string[]): boolean {
+  return texts.every((text) => text.trim() === "");
 }
 
 function textContent(texts: readonly string[]): string | OpenAITextPart[] {
@@ -63,12 +78,17 @@ function nameField(message: Message): { name?: string } {
 /** Converts one Almanac message to wire messages (a tool message with several results becomes several). */
 export function toOpenAIMessage(message: Message, options: ToOpenAIOptions = {}): OpenAIChatMessage[] {
   switch (message.role) {
-    case "system":
-      return [{ role: "system", content: textContent(textOnly(message.content)), ...nameField(message) }];
+    case "system": {
+      const texts = textOnly(message.content);
+      const content = isBlank(texts) ? emptyMessagePlaceholder.system : textContent(texts);
+      return [{ role: "system", content, ...nameField(message) }];
+    }
     case "user": {
       const hasImage = message.content.some((block) => block.type === "image");
       if (!hasImage) {
-        return [{ role: "user", content: textContent(textOnly(message.content)), ...nameField(message) }];
+        const texts = textOnly(message.content);
+        const content = isBlank(texts) ? emptyMessagePlaceholder.user : textContent(texts);
+        return [{ role: "user", content, ...nameField(message) }];
       }
       const parts: Array<OpenAITextPart | OpenAIImagePart> = [];
       for (const block of message.content) {
@@ -97,10 +117,15 @@ export function toOpenAIMessage(message: Message, options: ToOpenAIOptions = {})
         }
         if (block.type === "reasoning") reasoning.push(block.text);
       }
+      const blank = isBlank(texts);
       return [
         {
           role: "assistant",
-          content: texts.length === 0 ? null : textContent(texts),
+          content: !blank
+            ? textContent(texts)
+            : toolCalls.length > 0
+              ? null
+              : emptyMessagePlaceholder.assistant,
           ...nameField(message),
           ...(toolCalls.length === 0 ? {} : { tool_calls: toolCalls }),
           ...(options.includeReasoning && reasoning.length > 0

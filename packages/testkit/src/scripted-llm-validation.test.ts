@@ -16,7 +16,7 @@ import {
   type ScriptedLlmOptions,
   startScriptedLlm,
 } from "./scripted-llm.js";
-import { findToolPairingError } from "./scripted-llm-validation.js";
+import { findEmptyContentError, findToolPairingError } from "./scripted-llm-validation.js";
 
 const servers: ScriptedLlm[] = [];
 async function start(options: ScriptedLlmOptions = {}): Promise<{ llm: ScriptedLlm; client: OpenAI }> {
@@ -278,6 +278,32 @@ describe("malformed bodies", () => {
       JSON.stringify({ model: "m", messages: [{ role: "robot", content: "hi" }] }),
     ],
     ["a body that is not JSON", "{not json"],
+    [
+      "a user message with content []",
+      JSON.stringify({ model: "m", messages: [{ role: "user", content: [] }] }),
+    ],
+    [
+      "an empty user message after a good one",
+      JSON.stringify({
+        model: "m",
+        messages: [
+          { role: "user", content: "hi" },
+          { role: "assistant", content: "hello" },
+          { role: "user", content: "" },
+        ],
+      }),
+    ],
+    [
+      "an assistant message with neither content nor tool calls",
+      JSON.stringify({
+        model: "m",
+        messages: [
+          { role: "user", content: "hi" },
+          { role: "assistant", content: null },
+          { role: "user", content: "again" },
+        ],
+      }),
+    ],
   ])("rejects %s with 400 invalid_request_body, keeping the step", async (_name, body) => {
     const { llm } = await start();
     llm.enqueue(script.text("ok"));
@@ -289,5 +315,25 @@ describe("malformed bodies", () => {
     expect(llm.pending()).toBe(1);
     expect(llm.rejections()).toHaveLength(1);
     expect(llm.requests).toHaveLength(1);
+  });
+});
+
+describe("empty content", () => {
+  it("names the message the way OpenAI does, and accepts tool calls without content and empty tool results", () => {
+    expect(findEmptyContentError({ role: "user", content: [] }, 3)).toBe(
+      "Invalid 'messages[3].content': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+    );
+    expect(findEmptyContentError({ role: "user", content: "hi" }, 0)).toBeUndefined();
+    expect(
+      findEmptyContentError(
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "c", type: "function", function: { name: "f", arguments: "{}" } }],
+        },
+        1,
+      ),
+    ).toBeUndefined();
+    expect(findEmptyContentError({ role: "tool", content: "", tool_call_id: "c" }, 2)).toBeUndefined();
   });
 });

@@ -132,15 +132,44 @@ export interface ChatValidationOptions {
   readonly checkToolPairing: boolean;
 }
 
+const rawMessageSchema = z
+  .object({ role: z.string(), content: z.unknown().optional(), tool_calls: z.unknown().optional() })
+  .loose();
+
+function isEmptyContent(content: unknown): boolean {
+  if (content === undefined || content === null) return true;
+  if (typeof content === "string") return content.trim() === "";
+  return Array.isArray(content) && content.length === 0;
+}
+
+/**
+ * A message strict servers refuse for having no content (LM Studio and OpenAI refuse `content: []`; several
+ * refuse an empty string): a user or system message without content, or an assistant message with neither
+ * content nor tool calls. Returns the error message, worded as OpenAI words it.
+ */
+export function findEmptyContentError(wire: unknown, index: number): string | undefined {
+  const parsed = rawMessageSchema.safeParse(wire);
+  if (!parsed.success) return undefined; // the full schema reports the shape
+  const { role, content, tool_calls: toolCalls } = parsed.data;
+  if (role === "tool") return undefined;
+  if (role === "assistant" && Array.isArray(toolCalls) && toolCalls.length > 0) return undefined;
+  if (!isEmptyContent(content)) return undefined;
+  return Array.isArray(content)
+    ? `Invalid 'messages[${index}].content': empty array. Expected an array with minimum length 1, but got an empty array instead.`
+    : `Invalid 'messages[${index}].content': a ${role} message must have non-empty content.`;
+}
+
 /**
  * The strict checks of the scripted server, in the order a real provider applies them:
- * body shape (including every wire message), context window, tool-call pairing.
+ * body shape (including every wire message, none of them empty), context window, tool-call pairing.
  */
 export function validateChatRequest(body: unknown, options: ChatValidationOptions): ChatValidation {
   const parsed = chatBodySchema.safeParse(body);
   if (!parsed.success) return malformed(`Invalid chat completions body: ${z.prettifyError(parsed.error)}`);
   const messages: Message[] = [];
   for (const [index, wire] of parsed.data.messages.entries()) {
+    const empty = findEmptyContentError(wire, index);
+    if (empty !== undefined) return malformed(empty);
     try {
       messages.push(fromOpenAIMessage(wire));
     } catch (error) {

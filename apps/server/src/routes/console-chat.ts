@@ -9,7 +9,7 @@ import type { SessionManager } from "../runtime/session-manager.js";
 const consoleChatBody = z.object({
   // Any name, used exactly as given (the console's own key mirrors it); checked by checkSessionName.
   conversation: z.string(),
-  message: z.string(),
+  message: z.string().refine((text) => text.trim() !== "", { error: "the message is empty" }),
 });
 
 /** One server-sent event of `POST /api/console/chat`. */

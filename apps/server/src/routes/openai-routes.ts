@@ -64,20 +64,34 @@ function newestUserInput(messages: readonly unknown[]): { text: string; images: 
     }
     if (parsed.data.role !== "user") continue;
     const { content } = parsed.data;
-    if (typeof content === "string") return { text: content, images: [] };
-    const text = content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("\n");
-    const images = content.flatMap((part): ImageBlock[] =>
-      part.type === "image_url"
-        ? [
-            part.image_url.detail
-              ? { type: "image", url: part.image_url.url, detail: part.image_url.detail }
-              : { type: "image", url: part.image_url.url },
-          ]
-        : [],
-    );
-    return { text, images };
+    const input = userInputOf(content);
+    if (input.text.trim() === "" && input.images.length === 0) {
+      // Refused, not stored: an empty message in the history is one strict models refuse on every later turn.
+      throw new UserError(
+        "request.invalid",
+        `messages[${index}] (the newest user message) has no content: send text or an image part.`,
+      );
+    }
+    return input;
   }
   throw new UserError("request.invalid", 'messages must contain at least one message with role "user".');
+}
+
+function userInputOf(
+  content: Extract<z.infer<typeof openAIChatMessageSchema>, { role: "user" }>["content"],
+): { text: string; images: ImageBlock[] } {
+  if (typeof content === "string") return { text: content, images: [] };
+  const text = content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("\n");
+  const images = content.flatMap((part): ImageBlock[] =>
+    part.type === "image_url"
+      ? [
+          part.image_url.detail
+            ? { type: "image", url: part.image_url.url, detail: part.image_url.detail }
+            : { type: "image", url: part.image_url.url },
+        ]
+      : [],
+  );
+  return { text, images };
 }
 
 /** `POST /v1/chat/completions` and `GET /v1/models`: any OpenAI client can talk to the assistant. */

@@ -1,7 +1,6 @@
 import type { WorkingMemory } from "@almanac/agent";
 import { compactionCounters, createContextMeter } from "@almanac/compaction";
 import {
-  createMessage,
   InternalError,
   type Logger,
   linkAbortSignals,
@@ -19,6 +18,7 @@ import type { AgentRuntime, AgentSession } from "./agent-runtime.js";
 import { CHECKPOINT_TURNS, type Checkpoint, checkpointOf, onlyAppended } from "./session-checkpoint.js";
 import type { SessionReportInput } from "./session-reports.js";
 import type { TurnRequest, TurnResult } from "./session-types.js";
+import { userMessageOf } from "./turn-input.js";
 
 /** A session's state as it is opened: from its snapshot, rebuilt from its transcript, or new. */
 export interface SessionState {
@@ -192,14 +192,7 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
     if (agent === undefined)
       throw new InternalError("session.no_model", `Session ${key} cannot run a turn without a model.`);
     const { inbound } = request;
-    const input = createMessage({
-      role: "user",
-      timestamp: inbound.receivedAt,
-      content: [
-        ...(inbound.text === "" ? [] : [{ type: "text" as const, text: inbound.text }]),
-        ...(inbound.images ?? []),
-      ],
-    });
+    const input = userMessageOf(inbound);
     memory.append(input);
     // Open the turn before any model time is spent: the user's words survive a crash of the process from here
     // on, and a power loss once fsynced (shortly after, or with the turn's end; see `AppendDurability`). The

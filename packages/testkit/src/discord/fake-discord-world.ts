@@ -232,6 +232,8 @@ export interface MessageFields {
   /** The message this one replies to (its full object, as Discord embeds it in `referenced_message`). */
   readonly replyTo?: Record<string, unknown>;
   readonly nonce?: string | number;
+  /** Message flags; IS_VOICE_MESSAGE is 1 << 13. Default 0. */
+  readonly flags?: number;
 }
 
 /** A full Discord message object, as REST returns it and MESSAGE_CREATE carries it. */
@@ -257,7 +259,7 @@ export function messagePayload(fields: MessageFields): Record<string, unknown> {
     embeds: [],
     pinned: false,
     type: reference === undefined ? 0 : 19,
-    flags: 0,
+    flags: fields.flags ?? 0,
     components: [],
     ...(fields.nonce === undefined ? {} : { nonce: fields.nonce }),
     ...(reference === undefined

@@ -34,6 +34,9 @@ export interface FakeDiscordOptions {
   readonly echoOwnMessages?: boolean;
 }
 
+/** Discord's message flag IS_VOICE_MESSAGE. */
+const VOICE_MESSAGE_FLAG = 1 << 13;
+
 /** An attachment on a dispatched message. */
 export interface FakeAttachmentInput {
   readonly filename: string;
@@ -57,6 +60,11 @@ export interface FakeMessageInput {
   /** Whether the reply pings the replied-to author (Discord then lists them in `mentions`); default true. */
   readonly replyPing?: boolean;
   readonly attachments?: readonly FakeAttachmentInput[];
+  /**
+   * Makes this a voice message recorded in the app, as Discord sends one: flag IS_VOICE_MESSAGE, empty
+   * content, and one `voice-message.ogg` attachment (audio/ogg) with its length and waveform.
+   */
+  readonly voice?: { readonly durationSecs: number; readonly size?: number };
 }
 
 /** A dispatch the fake sent (per session it gets its own sequence number). */
@@ -208,7 +216,15 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
         content: `${mention.prefix}${input.content}`,
         mentions: [...mention.users, ...(input.mentions ?? []), ...pinged],
         mentionRoles: mention.roles,
-        attachments: (input.attachments ?? []).map((attachment) => {
+        ...(input.voice === undefined ? {} : { flags: VOICE_MESSAGE_FLAG }),
+        attachments: [
+          ...(input.attachments ?? []),
+          ...(input.voice === undefined
+            ? []
+            : [
+                { filename: "voice-message.ogg", contentType: "audio/ogg", size: input.voice.size ?? 18_432 },
+              ]),
+        ].map((attachment) => {
           const id = nextId();
           const url = `https://cdn.discordapp.com/attachments/${channel.id}/${id}/${attachment.filename}`;
           return {
@@ -218,6 +234,12 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
             url,
             proxy_url: url.replace("cdn.discordapp.com", "media.discordapp.net"),
             ...(attachment.contentType === undefined ? {} : { content_type: attachment.contentType }),
+            ...(input.voice === undefined
+              ? {}
+              : {
+                  duration_secs: input.voice.durationSecs,
+                  waveform: Buffer.alloc(64, 7).toString("base64"),
+                }),
           };
         }),
         ...(input.replyTo === undefined ? {} : { replyTo: input.replyTo }),

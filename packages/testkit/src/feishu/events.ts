@@ -41,6 +41,10 @@ export interface FakeMessageSpec {
   readonly post?: { readonly title?: string; readonly content: readonly (readonly FakePostElement[])[] };
   /** An image message. */
   readonly image?: { readonly imageKey: string };
+  /** A file message (`message_type: "file"`). */
+  readonly file?: { readonly fileKey: string; readonly fileName: string };
+  /** A voice message recorded in the app (`message_type: "audio"`); `durationMs` is its length. */
+  readonly audio?: { readonly fileKey: string; readonly durationMs: number };
   /**
    * Mentions the bot as `@_user_1`: a text gets `"@_user_1 "` in front, a post an `at` element first.
    * Other mentions in `mentions` should then use `@_user_2` and up.
@@ -136,8 +140,10 @@ function buildContent(
   spec: FakeMessageSpec,
   botMention: FakeFeishuMention,
 ): { messageType: string; content: unknown } {
-  const given = [spec.text, spec.post, spec.image].filter((value) => value !== undefined).length;
-  if (given !== 1) throw new Error("FakeMessageSpec: give exactly one of text, post or image");
+  const given = [spec.text, spec.post, spec.image, spec.file, spec.audio].filter(
+    (value) => value !== undefined,
+  ).length;
+  if (given !== 1) throw new Error("FakeMessageSpec: give exactly one of text, post, image, file or audio");
   if (spec.text !== undefined) {
     return {
       messageType: "text",
@@ -150,6 +156,13 @@ function buildContent(
     const paragraphs = spec.mentionBot ? [[atBot, ...first], ...rest] : [first, ...rest];
     return { messageType: "post", content: { title: spec.post.title ?? "", content: paragraphs } };
   }
+  if (spec.file !== undefined)
+    return { messageType: "file", content: { file_key: spec.file.fileKey, file_name: spec.file.fileName } };
+  if (spec.audio !== undefined)
+    return {
+      messageType: "audio",
+      content: { file_key: spec.audio.fileKey, duration: spec.audio.durationMs },
+    };
   return { messageType: "image", content: { image_key: spec.image?.imageKey } };
 }
 
