@@ -87,15 +87,34 @@ describe("the compaction hook", () => {
     expect(events).toEqual([]);
   });
 
-  it("skips automatic compaction while paused by strikes", async () => {
-    const { hooks, events } = setup();
-    const memory = new WorkingMemory({
-      messages: longHistory(80),
-      counters: { [compactionCounters.strikes]: 3 },
+  it("skips automatic compaction while paused by strikes, as long as the request still fits the window", async () => {
+    const { hooks, events, compactor } = setup();
+    let turns = 10;
+    const paused = () =>
+      new WorkingMemory({ messages: longHistory(turns), counters: { [compactionCounters.strikes]: 3 } });
+    while (!compactor.check(paused(), { systemPrompt, tools: [] }).due) turns += 1;
+    const memory = paused();
+    expect(compactor.check(memory, { systemPrompt, tools: [] })).toMatchObject({
+      suspended: true,
+      overLimit: false,
     });
     await hooks.run("preReasoning", context(memory));
     expect(events).toEqual([]);
     expect(memory.messages.some((message) => hasMark(message, "compacted"))).toBe(false);
+  });
+
+  it("still compacts a paused session before a request that would not fit the window", async () => {
+    const { hooks, events, compactor } = setup();
+    const memory = new WorkingMemory({
+      messages: longHistory(80),
+      counters: { [compactionCounters.strikes]: 3 },
+    });
+    expect(compactor.check(memory, { systemPrompt, tools: [] }).overLimit).toBe(true);
+    await hooks.run("preReasoning", context(memory));
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: "compaction-end", reason: "overflow", outcome: "summarized" }),
+    );
+    expect(compactor.check(memory, { systemPrompt, tools: [] }).overLimit).toBe(false);
   });
 
   it("never fails the step when compaction fails; the failure is reported as an event", async () => {

@@ -7,6 +7,9 @@ import type { KeepRecentBudget } from "./split-turns.js";
 import { type ResolvedThreshold, resolveThreshold, type ThresholdOptions } from "./thresholds.js";
 import { defaultToolSummaries, type ToolSummaryRegistry } from "./tool-summaries.js";
 
+/** Compactions in a row that fail to help before automatic compaction pauses, unless configured otherwise. */
+export const defaultMaxStrikes = 3;
+
 /** How much recent conversation stays verbatim, as shares of the threshold. */
 export interface KeepRecentOptions {
   /** Token budget of the kept tail, as a share of the threshold. Default 0.25. */
@@ -139,7 +142,7 @@ export function resolveCompactorOptions(options: CompactorOptions): ResolvedComp
     summaryMaxTokens: whole(options.summaryMaxTokens, defaultSummaryTokens, 64, "summaryMaxTokens"),
     toolSummaries: { ...defaultToolSummaries, ...options.toolSummaries },
     retainCompacted: whole(options.retainCompacted, 200, 0, "retainCompacted"),
-    maxStrikes: whole(options.maxStrikes, 3, 1, "maxStrikes"),
+    maxStrikes: whole(options.maxStrikes, defaultMaxStrikes, 1, "maxStrikes"),
     ratioBounds: bounds,
     clock: options.clock ?? Date.now,
     logger: (options.logger ?? silentLogger).child({ component: "compaction" }),

@@ -290,28 +290,64 @@ describe("createCompactor: compact", () => {
 describe("createCompactor: anti-thrash", () => {
   // A system prompt alone over the threshold: no compaction can get under it.
   const hugeSystem = { systemPrompt: "rule ".repeat(5_000), tools };
+  /** Two more short turns, so the next compaction has a little (but not much) to summarize. */
+  const moreTurns = (memory: WorkingMemory, seed: number): void => {
+    for (const message of conversation(2, 300, seed)) memory.append(message);
+  };
 
-  it("counts a strike per compaction that stays over the threshold and pauses after the limit", async () => {
+  it("counts a strike per summary that leaves the prompt over the threshold without making room, and pauses after the limit", async () => {
     const { compactor } = setup({ maxStrikes: 2 });
-    const memory = new WorkingMemory({ messages: conversation(4, 300) });
-    await compactor.compact(memory, { ...hugeSystem, reason: "auto" });
+    const memory = new WorkingMemory({ messages: conversation(10, 300) });
+    const first = await compactor.compact(memory, { ...hugeSystem, reason: "auto" });
+    expect(first.outcome).toBe("summarized");
+    expect(first.tokensBefore - first.tokensAfter).toBeLessThan(first.threshold * 0.1);
     expect(memory.counter(compactionCounters.strikes)).toBe(1);
     expect(compactor.check(memory, hugeSystem).suspended).toBe(false);
+    moreTurns(memory, 2);
     await compactor.compact(memory, { ...hugeSystem, reason: "auto" });
     expect(compactor.check(memory, hugeSystem)).toMatchObject({ due: true, strikes: 2, suspended: true });
+    expect(compactor.state(memory)).toEqual({ strikes: 2, maxStrikes: 2, paused: true });
+  });
+
+  it("counts no strike when there was nothing to summarize, or when the summary made room", async () => {
+    const { compactor } = setup({ maxStrikes: 1 });
+    const short = new WorkingMemory({ messages: conversation(2, 300) });
+    const nothing = await compactor.compact(short, { ...hugeSystem, reason: "auto" });
+    expect(nothing.outcome).not.toBe("summarized");
+    expect(short.counter(compactionCounters.strikes)).toBe(0);
+
+    const long = new WorkingMemory({ messages: conversation(30, 1_500) });
+    const roomy = await compactor.compact(long, { ...hugeSystem, reason: "auto" });
+    expect(roomy).toMatchObject({ outcome: "summarized", strikes: 0 });
+    expect(roomy.tokensAfter).toBeGreaterThan(roomy.threshold);
+    expect(compactor.state(long).paused).toBe(false);
   });
 
   it("resumes once the context is back under the threshold, and /compact resets the strikes", async () => {
     const { compactor } = setup({ maxStrikes: 1 });
-    const memory = new WorkingMemory({ messages: conversation(4, 300) });
+    const memory = new WorkingMemory({ messages: conversation(10, 300) });
     await compactor.compact(memory, { ...hugeSystem, reason: "auto" });
     expect(compactor.check(memory, hugeSystem).suspended).toBe(true);
     expect(compactor.check(memory, input)).toMatchObject({ due: false, strikes: 0 });
     expect(memory.counter(compactionCounters.strikes)).toBe(0);
 
+    moreTurns(memory, 3);
     await compactor.compact(memory, { ...hugeSystem, reason: "auto" });
     expect(compactor.check(memory, hugeSystem).suspended).toBe(true);
     await compactor.compact(memory, { ...hugeSystem, reason: "command" });
     expect(memory.counter(compactionCounters.strikes)).toBe(0);
+  });
+
+  it("reports the limit a request may not pass: the usable window less a margin", () => {
+    const { compactor } = setup();
+    const check = compactor.check(new WorkingMemory({ messages: [] }), hugeSystem);
+    expect(check.limit).toBe(Math.floor((8_192 - 1_024) * 0.95));
+    expect(check.overLimit).toBe(false);
+    expect(
+      compactor.check(new WorkingMemory({ messages: [] }), {
+        ...hugeSystem,
+        systemPrompt: "rule ".repeat(8_000),
+      }).overLimit,
+    ).toBe(true);
   });
 });

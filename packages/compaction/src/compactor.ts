@@ -19,6 +19,7 @@ import { createCompactionHook } from "./compaction-hook.js";
 import {
   type CompactorOptions,
   commandKeepBudget,
+  defaultMaxStrikes,
   keepBudget,
   passLimits,
   resolveCompactorOptions,
@@ -65,9 +66,25 @@ export interface ContextCheck {
   readonly threshold: number;
   /** The prompt is over the threshold. */
   readonly due: boolean;
+  /**
+   * Most prompt tokens a request may carry: the usable window (window − output reserve) less a 5 % margin for
+   * the provider's own count. Past it the provider would refuse the request.
+   */
+  readonly limit: number;
+  /** The prompt is over {@link limit}: sending it would be refused, paused or not. */
+  readonly overLimit: boolean;
   readonly strikes: number;
   /** Due, but automatic compaction is paused after too many strikes. */
   readonly suspended: boolean;
+}
+
+/** Whether automatic compaction runs for a memory, for people to read (`/status`, the session API). */
+export interface CompactionState {
+  /** Summarizing compactions in a row that neither got under the threshold nor made room. */
+  readonly strikes: number;
+  readonly maxStrikes: number;
+  /** Automatic compaction is paused; only a request that would not fit the window is still compacted. */
+  readonly paused: boolean;
 }
 
 /** Input of {@link Compactor.compact}. */
@@ -90,6 +107,8 @@ export interface Compactor {
   readonly meter: ContextMeter;
   /** The next request's size, as {@link check} counts it, without learning anything. */
   measure(memory: WorkingMemory, input: PromptInput): PromptMeasure;
+  /** Strikes and whether automatic compaction is paused for this memory. */
+  state(memory: WorkingMemory): CompactionState;
   /**
    * Learns the provider ratio from the usage reported for the last request checked for this memory
    * (e.g. the last step of a turn, which no later check sees). The same usage object twice teaches once.
@@ -123,12 +142,25 @@ interface MemoryState {
   readonly originals: Map<string, Message>;
 }
 
+/** The {@link CompactionState} stored in a memory's counters (for a memory not loaded with its compactor, too). */
+export function compactionStateOf(
+  memory: Pick<WorkingMemory, "counter">,
+  maxStrikes: number = defaultMaxStrikes,
+): CompactionState {
+  const strikes = memory.counter(compactionCounters.strikes);
+  return { strikes, maxStrikes, paused: strikes >= maxStrikes };
+}
+
 /** Creates a compactor; see docs/compaction.md. Throws `compaction.config_invalid` naming a bad option. */
 export function createCompactor(options: CompactorOptions): Compactor {
   const resolved = resolveCompactorOptions(options);
   const { clock, logger, threshold } = resolved;
   const counter = options.tokenCounter;
   const meter = createContextMeter(counter);
+  const promptLimit = Math.floor(threshold.usableWindow * 0.95);
+  // A summarizing compaction that shrank the prompt by this much made room, over the threshold or not: the
+  // turn can go on, so it is no strike. Strikes stop repeated summaries that do not help.
+  const roomMade = Math.max(1, Math.floor(threshold.threshold * 0.1));
   // Keyed by the memory, which lives as long as the loaded session (and so does this compactor).
   const states = new WeakMap<WorkingMemory, MemoryState>();
 
@@ -179,6 +211,8 @@ export function createCompactor(options: CompactorOptions): Compactor {
       promptTokens,
       threshold: threshold.threshold,
       due,
+      limit: promptLimit,
+      overLimit: promptTokens > promptLimit,
       strikes,
       suspended: due && strikes >= resolved.maxStrikes,
     };
@@ -340,14 +374,25 @@ export function createCompactor(options: CompactorOptions): Compactor {
     const countedAfter = measure(memory, input);
     stateOf(memory).counted = countedAfter;
     const after = correctTokens(countedAfter, ratio);
+    // A strike is a summary that did not help: still over the threshold and no room made (a summary that made
+    // room breaks the row). A check with nothing to summarize, or only cheap passes, costs no model call and
+    // leaves the count as it was.
+    const previousStrikes = memory.counter(compactionCounters.strikes);
     const strikes =
       input.reason === "command" || after <= threshold.threshold
         ? 0
-        : memory.counter(compactionCounters.strikes) + 1;
-    memory.setCounter(compactionCounters.strikes, strikes);
-    if (strikes >= resolved.maxStrikes) {
-      logger.warn({ strikes, tokens: after, threshold: threshold.threshold }, "automatic compaction paused");
+        : outcome !== "summarized"
+          ? previousStrikes
+          : before - after >= roomMade
+            ? 0
+            : previousStrikes + 1;
+    if (strikes >= resolved.maxStrikes && strikes > previousStrikes) {
+      logger.warn(
+        { strikes, tokens: after, threshold: threshold.threshold },
+        "automatic compaction paused: repeated summaries left the prompt over the threshold; /compact resumes it",
+      );
     }
+    memory.setCounter(compactionCounters.strikes, strikes);
     const result: CompactionResult = {
       reason: input.reason,
       outcome,
@@ -373,6 +418,7 @@ export function createCompactor(options: CompactorOptions): Compactor {
     threshold,
     meter,
     measure: (memory, input) => meter.measure(memory, input),
+    state: (memory) => compactionStateOf(memory, resolved.maxStrikes),
     observe,
     check,
     async compact(memory, input) {

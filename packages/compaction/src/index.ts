@@ -17,9 +17,11 @@ export {
 export {
   type CheckInput,
   type CompactInput,
+  type CompactionState,
   type Compactor,
   type ContextCheck,
   compactionCounters,
+  compactionStateOf,
   createCompactor,
 } from "./compactor.js";
 export type { CheapPassOptions, CompactorOptions, KeepRecentOptions } from "./compactor-options.js";
@@ -41,6 +43,7 @@ export { summaryInstructionsTitle, summarySections, turnPrefixSection } from "./
 export {
   defaultThresholdCeiling,
   defaultThresholdTiers,
+  fixedPromptBudget,
   type ResolvedThreshold,
   resolveThreshold,
   type ThresholdOptions,

@@ -16,39 +16,59 @@ import { isContextLengthError, runWithOverflowRecovery } from "./overflow-recove
 describe("runWithOverflowRecovery", () => {
   const overflow = () => new ModelError("context_length", "too long", { status: 400 });
 
-  it("compacts and retries once after a context-length error", async () => {
+  it("compacts and retries after a context-length error, for every step that overflows", async () => {
     const calls: string[] = [];
     let attempts = 0;
+    let tokens = 9_000;
     const result = await runWithOverflowRecovery(
       async () => {
         attempts += 1;
         calls.push(`run ${attempts}`);
-        if (attempts === 1) throw overflow();
+        if (attempts <= 3) throw overflow();
         return "answer";
       },
       async () => {
         calls.push("compact");
+        tokens -= 1_000;
+        return { tokensBefore: tokens + 1_000, tokensAfter: tokens };
       },
     );
     expect(result).toBe("answer");
-    expect(calls).toEqual(["run 1", "compact", "run 2"]);
+    expect(calls).toEqual(["run 1", "compact", "run 2", "compact", "run 3", "compact", "run 4"]);
   });
 
-  it("lets a second overflow and any other error through without more attempts", async () => {
+  it("gives up when a compaction could not shrink the prompt, and lets any other error through", async () => {
     let compactions = 0;
     const compact = async () => {
       compactions += 1;
+      return compactions === 1
+        ? { tokensBefore: 9_000, tokensAfter: 5_000 }
+        : { tokensBefore: 5_000, tokensAfter: 5_000 };
     };
     await expect(
       runWithOverflowRecovery(async () => Promise.reject(overflow()), compact),
     ).rejects.toMatchObject({
       code: "llm.context_length",
     });
-    expect(compactions).toBe(1);
+    expect(compactions).toBe(2);
     await expect(
       runWithOverflowRecovery(async () => Promise.reject(new ModelError("rate_limit", "slow down")), compact),
     ).rejects.toMatchObject({ code: "llm.rate_limit" });
-    expect(compactions).toBe(1);
+    expect(compactions).toBe(2);
+  });
+
+  it("stops after a bounded number of recoveries even when every compaction shrinks the prompt", async () => {
+    let compactions = 0;
+    await expect(
+      runWithOverflowRecovery(
+        async () => Promise.reject(overflow()),
+        async () => {
+          compactions += 1;
+          return { tokensBefore: 2, tokensAfter: 1 };
+        },
+      ),
+    ).rejects.toMatchObject({ code: "llm.context_length" });
+    expect(compactions).toBe(16);
   });
 
   it("recognizes the error by its code, not by class", () => {

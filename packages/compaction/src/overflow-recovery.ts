@@ -11,23 +11,35 @@ export function isContextLengthError(error: unknown): boolean {
   return isAlmanacError(error) && error.code === contextLengthErrorCode;
 }
 
+/** What an emergency compaction reports back: whether it made the prompt smaller. */
+export interface EmergencyCompaction {
+  readonly tokensBefore: number;
+  readonly tokensAfter: number;
+}
+
+/** Emergency compactions one run may take; each must shrink the prompt, so this only bounds a pathological run. */
+const MAX_RECOVERIES = 16;
+
 /**
- * Runs `run`; if it fails because the prompt was too long for the window, runs `compactNow` (an emergency
- * compaction, e.g. `compactor.compact(memory, {..., reason: "overflow"})`) and runs `run` once more.
- * Any other error, a second overflow, or a failing `compactNow` propagates.
+ * Runs `run`; each time it fails because the prompt was too long for the window, runs `compactNow` (an
+ * emergency compaction, e.g. `compactor.compact(memory, {..., reason: "overflow"})`) and runs `run` again,
+ * for as many steps of a turn as overflow, as long as every compaction made the prompt smaller. Any other
+ * error, an overflow that a compaction could not shrink, or a failing `compactNow` propagates.
  *
  * For the agent: wrap `agent.run({memory})` without `input` (the user message is already in memory), so the
  * retry continues the same turn instead of adding the message twice.
  */
 export async function runWithOverflowRecovery<T>(
   run: () => Promise<T>,
-  compactNow: () => Promise<unknown>,
+  compactNow: () => Promise<EmergencyCompaction>,
 ): Promise<T> {
-  try {
-    return await run();
-  } catch (error) {
-    if (!isContextLengthError(error)) throw error;
-    await compactNow();
-    return run();
+  for (let recoveries = 0; ; recoveries += 1) {
+    try {
+      return await run();
+    } catch (error) {
+      if (!isContextLengthError(error) || recoveries >= MAX_RECOVERIES) throw error;
+      const compaction = await compactNow();
+      if (compaction.tokensAfter >= compaction.tokensBefore) throw error;
+    }
   }
 }

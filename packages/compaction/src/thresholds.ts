@@ -104,3 +104,16 @@ export function resolveThreshold(
     capped: ceiling < byShare,
   };
 }
+
+/**
+ * The share of the threshold the fixed part of a prompt (system prompt, memory excerpt, tool specs) may take.
+ * After a compaction the prompt is the fixed part, the summary (up to 15 % of the threshold) and the kept tail
+ * (25 %, up to 50 %): with a fixed part any larger, compacting cannot bring a tool-heavy turn back under the
+ * threshold, and on small windows the first requests would not fit at all.
+ */
+export const fixedPromptShare = 0.5;
+
+/** Tokens the fixed part of a prompt may take under `threshold`: see {@link fixedPromptShare}. */
+export function fixedPromptBudget(threshold: ResolvedThreshold): number {
+  return Math.floor(threshold.threshold * fixedPromptShare);
+}

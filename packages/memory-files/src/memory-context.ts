@@ -66,6 +66,11 @@ export interface MemoryContextOptions {
   readonly now: number;
   /** Tokens for the three excerpts together (headings and notes come on top, a few dozen tokens). Default 2000. */
   readonly budgetTokens?: number;
+  /**
+   * The budget the operator configured, when `budgetTokens` is smaller because the model's window leaves no
+   * more room: the excerpt then says so, so the model knows to read the files.
+   */
+  readonly configuredTokens?: number;
   readonly tokenCounter: TokenCounter;
   /**
    * Whose memory the excerpt shows (default the owner's: MEMORY.md and the owner's daily logs). A shared
@@ -196,6 +201,11 @@ export async function buildMemoryContext(options: MemoryContextOptions): Promise
   );
 
   const parts = [`## Memory excerpts (today is ${today}, ${timeZone})`];
+  if (options.configuredTokens !== undefined && options.configuredTokens > budget) {
+    parts.push(
+      `The excerpts are limited to ${budget} tokens (configured: ${options.configuredTokens}) so that the model's context window keeps room for the conversation.`,
+    );
+  }
   for (const [index, section] of sections.entries()) {
     parts.push("", `### ${section.title}`);
     const fileLines = lines[index] ?? [];

@@ -101,9 +101,10 @@ export interface Memory {
   startReindex(): boolean;
   /**
    * The bounded excerpt for a session's system prompt: MEMORY.md and the recent daily logs for the owner,
-   * only the chat's own recent logs for a shared scope.
+   * only the chat's own recent logs for a shared scope. `budgetTokens` lowers the configured budget (never
+   * raises it) when the model's window has less room; the excerpt then says it was limited.
    */
-  memoryContext(scope: MemoryScope): Promise<string>;
+  memoryContext(scope: MemoryScope, budgetTokens?: number): Promise<string>;
   /** Journals a conversation's messages for the daily logs (no-op without a model or without messages). */
   enqueue(job: SummaryJobInput): Promise<void>;
   /** Stops the queue, the watcher and the index, each within the deadline (milliseconds). */
@@ -234,7 +235,7 @@ export async function createMemory(options: MemoryOptions): Promise<Memory> {
   const KEPT_CONTEXTS = 256; // scopes: the owner and each shared chat
   const contexts = new Map<string, { readonly stamps: string; readonly text: string }>();
   const checkMemoryContext = groupCalls(async (key: string): Promise<string> => {
-    const scope = JSON.parse(key) as MemoryScope;
+    const { scope, budget } = JSON.parse(key) as { scope: MemoryScope; budget: number };
     const now = Date.now();
     const files = memoryContextFiles(scope, now, timeZone);
     const stamps = files.map((file) => fileStamp(workspace, file)).join("|");
@@ -245,7 +246,8 @@ export async function createMemory(options: MemoryOptions): Promise<Memory> {
       store,
       timeZone,
       now,
-      budgetTokens: options.contextTokens,
+      budgetTokens: budget,
+      configuredTokens: options.contextTokens,
       tokenCounter,
     });
     contexts.delete(key);
@@ -253,7 +255,13 @@ export async function createMemory(options: MemoryOptions): Promise<Memory> {
     contexts.set(key, { stamps, text });
     return text;
   });
-  const memoryContext = (scope: MemoryScope): Promise<string> => checkMemoryContext(JSON.stringify(scope));
+  const memoryContext = (scope: MemoryScope, budgetTokens?: number): Promise<string> => {
+    const budget = Math.max(
+      0,
+      Math.min(options.contextTokens, Math.floor(budgetTokens ?? Number.POSITIVE_INFINITY)),
+    );
+    return checkMemoryContext(JSON.stringify({ scope, budget }));
+  };
   return {
     store,
     queue,
@@ -291,7 +299,7 @@ export async function createMemory(options: MemoryOptions): Promise<Memory> {
       void track("reindex", (onProgress) => indexer.reindex({ onProgress }));
       return true;
     },
-    memoryContext: (scope) => memoryContext(scope),
+    memoryContext,
     async enqueue(job) {
       if (!queue || job.messages.length === 0) return;
       await queue.enqueue(job);

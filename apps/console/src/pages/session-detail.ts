@@ -49,6 +49,7 @@ export function SessionDetailPage(props: { sessionKey: string }) {
   const stats = asRecord(data?.stats);
   const summary = asRecord(data?.summary);
   const messages = asArray(data?.messages).map(asRecord);
+  const compaction = asRecord(data?.compaction);
   return html`
     <section class="session-detail">
       <p class="crumbs"><${Link} href="/sessions">← Sessions<//></p>
@@ -64,6 +65,10 @@ export function SessionDetailPage(props: { sessionKey: string }) {
                 <dt>Queued</dt><dd>${num(data.queued) ?? 0}</dd>
                 <dt>Turns</dt><dd>${num(stats.turns) ?? 0}</dd>
                 <dt>Compactions</dt><dd>${num(stats.compactions) ?? 0}</dd>
+                <dt>Automatic compaction</dt>
+                <dd class=${compaction.paused === true ? "warn" : ""} title=${str(compaction.detail)}>
+                  ${compaction.paused === true ? "paused (Compact resumes it)" : `on, ${num(compaction.strikes) ?? 0} of ${num(compaction.maxStrikes) ?? 0} strikes`}
+                </dd>
                 <dt>Loaded</dt><dd>${data.loaded === true ? "yes" : "no"}</dd>
                 <dt>Last activity</dt><dd>${formatTime(stats.lastActivity)}</dd>
               </dl>

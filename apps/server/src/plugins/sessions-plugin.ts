@@ -93,9 +93,15 @@ export const sessionsPlugin = fp(
       events,
       lifecycle: {
         // The memory guide and excerpt of the session's scope: a shared chat never sees the owner's files.
-        sessionContext: async (key) => {
+        sessionContext: async (key, roomTokens) => {
           const scope = memory.scopeOf(key);
-          return `${memoryGuideFor(scope)}\n\n${await memory.memoryContext(scope)}`;
+          const guide = memoryGuideFor(scope);
+          // The excerpt gets what the guide and the excerpt's own headings leave of the room.
+          const budget =
+            roomTokens === undefined
+              ? undefined
+              : roomTokens - models.tokenCounter.countText(guide) - EXCERPT_HEADINGS_TOKENS;
+          return `${guide}\n\n${await memory.memoryContext(scope, budget)}`;
         },
         sessionEnded: (key, messages) =>
           memory.enqueue({ sessionKey: key, reason: "new-session", messages, createdAt: Date.now() }),
@@ -144,3 +150,6 @@ function guardedStore(store: SessionStore, storage: StorageHealth): SessionStore
     delete: (key) => storage.guard(() => store.delete(key)),
   };
 }
+
+/** Tokens of the memory excerpt's headings and notes, beside the excerpt lines its budget counts. */
+const EXCERPT_HEADINGS_TOKENS = 120;

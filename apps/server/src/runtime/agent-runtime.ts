@@ -9,11 +9,15 @@ import {
   type CompactedBatch,
   type CompactionEvent,
   createCompactor,
+  fixedPromptBudget,
+  formatCompactionNotice,
   type OriginalsLookup,
+  resolveThreshold,
   runWithOverflowRecovery,
 } from "@almanac/compaction";
 import {
   type ChatModel,
+  countToolTokens,
   createMessage,
   type Logger,
   type Message,
@@ -107,6 +111,11 @@ export interface AgentRuntime {
   readonly modelName: string;
   /** The system prompt of a session, given the memory excerpt loaded when the session started. */
   systemPrompt(memoryContext: string): string;
+  /**
+   * Tokens a session's memory section (guide and excerpt) may take: the fixed part of the prompt gets a share
+   * of the compaction threshold (`fixedPromptBudget`), less the base prompt and the scope's tool specs.
+   */
+  memoryRoom(sessionKey: string): number;
   /** Creates the agent side of a session; call once per loaded session. */
   openSession(options: AgentSessionOptions): AgentSession;
 }
@@ -174,8 +183,11 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
     const { sessionKey, systemPrompt } = session;
     const scope = options.scopeOf(sessionKey);
     const sessionLogger = logger.child({ sessionKey });
-    // Notices of the running turn; turns of one session never overlap (the lane scheduler).
-    let notices: string[] = [];
+    // What the running turn's compactions did, for its one notice (first before → last after); turns of one
+    // session never overlap (the lane scheduler).
+    let compacted: { readonly before: number; readonly after: number } | undefined;
+    const notices = (): string[] =>
+      compacted === undefined ? [] : [formatCompactionNotice(compacted.before, compacted.after)];
     const compactor = createCompactor({
       tokenCounter,
       ...compactionWindow(config),
@@ -186,7 +198,7 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
       notifyUser: config.compaction.notify,
       onEvent: (event) => {
         if (event.type === "compaction-end" && event.outcome !== "failed" && event.notice)
-          notices.push(event.notice);
+          compacted = { before: compacted?.before ?? event.tokensBefore, after: event.tokensAfter };
         options.onCompaction?.(event, sessionKey);
       },
       logger: sessionLogger, // the compactor binds component "compaction" itself
@@ -198,7 +210,7 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
       contextTokens: (memory) =>
         compactor.measure(memory, { systemPrompt, tools: measuringSpecs() }).promptTokens,
       async runTurn(turn) {
-        notices = [];
+        compacted = undefined;
         const turnToolkit = toolkit(scope);
         const tools = turnToolkit.specs();
         const hooks = createHookRegistry();
@@ -254,10 +266,9 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
         }
         // The last step's usage reaches no later check in this turn: learn the provider ratio from it now.
         compactor.observe(turn.memory, result.usage.at(-1));
-        return { reply: result.reply, usage: result.usage, notices, modelMs };
+        return { reply: result.reply, usage: result.usage, notices: notices(), modelMs };
       },
       async compact(run) {
-        notices = [];
         const result = await compactor.compact(run.memory, {
           systemPrompt,
           tools: measuringSpecs(),
@@ -294,7 +305,23 @@ export function createAgentRuntime(options: AgentRuntimeOptions): AgentRuntime {
     return prompt;
   };
 
-  return { modelName: model.modelName, systemPrompt, openSession };
+  const fixedBudget = fixedPromptBudget(
+    resolveThreshold(
+      config.model.contextWindow,
+      config.model.maxOutputTokens,
+      compactionWindow(config).thresholds,
+    ),
+  );
+  const basePromptTokens = tokenCounter.countText(
+    [options.basePrompt, options.memoryGuide ?? ""].join("\n\n"),
+  );
+  const memoryRoom = (sessionKey: string): number =>
+    Math.max(
+      0,
+      fixedBudget - basePromptTokens - countToolTokens(tokenCounter, specsFor(options.scopeOf(sessionKey))),
+    );
+
+  return { modelName: model.modelName, systemPrompt, memoryRoom, openSession };
 }
 
 /** How many distinct system prompts (one per memory excerpt: the owner's, each shared chat's) are kept to share. */

@@ -58,7 +58,7 @@ export function createSessionLoader(options: SessionLoaderOptions): SessionLoade
     if (!runtime) return "";
     let context = "";
     try {
-      context = (await options.lifecycle?.sessionContext?.(key)) ?? "";
+      context = (await options.lifecycle?.sessionContext?.(key, runtime.memoryRoom(key))) ?? "";
     } catch (error) {
       logger.warn(
         { err: error, sessionKey: key },

@@ -1,9 +1,10 @@
+import { compactionStateOf } from "@almanac/compaction";
 import { type Logger, type Message, parseSessionKey, silentLogger, UserError } from "@almanac/core";
 import type { EventBus, RunningTurn } from "../events/event-bus.js";
 import type { SessionSummary } from "../sessions/session.js";
 import { type ChatCommand, HELP_TEXT, parseCommand } from "./commands.js";
 import { createSessionLoader, type SessionLoader } from "./session-loader.js";
-import { historyReport, statusReport } from "./session-reports.js";
+import { compactionLine, historyReport, statusReport } from "./session-reports.js";
 import type { SessionRuntime } from "./session-runtime.js";
 import type {
   SessionDetail,
@@ -301,6 +302,7 @@ export class SessionManager {
       messages: session.memory.messages,
       contextTokens: session.contextTokens(),
       contextWindow: this.#options.limits.contextWindow,
+      compaction: { ...compactionStateOf(session.memory), detail: compactionLine(session.memory) },
       queued: this.#options.scheduler.stats().byKey(key).queued,
     };
   }

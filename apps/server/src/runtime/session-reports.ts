@@ -1,5 +1,5 @@
 import type { WorkingMemory } from "@almanac/agent";
-import { compactionCounters } from "@almanac/compaction";
+import { compactionCounters, compactionStateOf } from "@almanac/compaction";
 import type { TokenCounter } from "@almanac/core";
 import type { SessionStats } from "../sessions/session-snapshot.js";
 
@@ -27,8 +27,22 @@ export function statusReport(
     `Context: ${tokens} / ${window} tokens (${((tokens / window) * 100).toFixed(1)}%, ${meterNote(input)})`,
     `Messages: ${input.memory.messages.length} (${input.memory.activeMessages().length} in the prompt)`,
     `Turns: ${input.stats.turns}; compactions: ${input.stats.compactions}`,
+    compactionLine(input.memory),
     `Waiting messages in this conversation: ${input.queued}`,
   ].join("\n");
+}
+
+/** Whether automatic compaction runs, and when paused: why, what still happens, and how to resume it. */
+export function compactionLine(memory: WorkingMemory): string {
+  const state = compactionStateOf(memory);
+  if (!state.paused) {
+    return `Automatic compaction: on (${state.strikes} of ${state.maxStrikes} strikes; a strike is a summary that left the context over its threshold without making room)`;
+  }
+  return (
+    `Automatic compaction: paused after ${state.strikes} summaries in a row left the context over its threshold ` +
+    `without making room. A request that would not fit the window is still compacted first. ` +
+    `It resumes when the context is back under the threshold; /compact resumes it now.`
+  );
 }
 
 /** How the count was made: the tokenizer, and the provider correction once usage has been reported. */

@@ -1,4 +1,5 @@
 import type { WorkingMemory } from "@almanac/agent";
+import type { CompactionState } from "@almanac/compaction";
 import type { InboundMessage, Logger, Message, TokenCounter } from "@almanac/core";
 import type { EventBus } from "../events/event-bus.js";
 import type { LaneScheduler } from "../sessions/lane-scheduler.js";
@@ -8,8 +9,11 @@ import type { AgentRuntime } from "./agent-runtime.js";
 
 /** Optional integrations with long-term memory (the summarizer queue, the memory files). */
 export interface SessionLifecycle {
-  /** The memory excerpt for a session's system prompt, computed when the session is loaded. */
-  sessionContext?(sessionKey: string): Promise<string>;
+  /**
+   * The memory section (guide and excerpt) of a session's system prompt, computed when the session is loaded,
+   * in at most `roomTokens` when given (what the model's window leaves beside the base prompt and tool specs).
+   */
+  sessionContext?(sessionKey: string, roomTokens?: number): Promise<string>;
   /** Called with every message of a conversation that `/new` is about to archive (before archiving). */
   sessionEnded?(sessionKey: string, messages: readonly Message[]): Promise<void>;
   /** Extra lines for `/status` (e.g. the summarizer queue). */
@@ -79,5 +83,7 @@ export interface SessionDetail {
   readonly messages: readonly Message[];
   readonly contextTokens: number;
   readonly contextWindow: number;
+  /** Strikes, whether automatic compaction is paused, and the same in words (with how to resume). */
+  readonly compaction: CompactionState & { readonly detail: string };
   readonly queued: number;
 }
