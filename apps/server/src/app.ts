@@ -1,6 +1,7 @@
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir, readFile, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { errnoCode, PRIVATE_DIRECTORY_MODE, UserError } from "@almanac/core";
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
@@ -10,9 +11,10 @@ import Fastify, {
 import type pino from "pino";
 import type { AlmanacConfig } from "./config/config-schema.js";
 import { secretValues } from "./config/load-config.js";
+import { type TightenedPermissions, tightenDataPermissions } from "./data-permissions.js";
 import { acquireHomeLock } from "./home-lock.js";
-import { ensureAdminToken } from "./http/admin-token.js";
-import { createHttpErrorHandler, handleClientError } from "./http/http-errors.js";
+import { type AdminToken, ensureAdminToken } from "./http/admin-token.js";
+import { createHttpErrorHandler, handleClientError, MAX_PATH_SEGMENT_CHARS } from "./http/http-errors.js";
 import { createLogger } from "./logger.js";
 import { adminRoutesPlugin } from "./plugins/admin-routes-plugin.js";
 import { channelsPlugin } from "./plugins/channels-plugin.js";
@@ -161,25 +163,23 @@ export async function buildApp(
   config: AlmanacConfig,
   options: BuildAppOptions = {},
 ): Promise<FastifyInstance> {
-  await Promise.all(
-    ["sessions", "state", "workspace/memory"].map((dir) =>
-      mkdir(join(config.home, dir), { recursive: true }),
-    ),
-  );
+  const tightened = await prepareDataDirectory(config.home);
   const homeLock = await acquireHomeLock(config.home);
   let app: FastifyInstance;
+  let token: AdminToken;
   try {
-    const token = await ensureAdminToken(config.home, config.server.adminToken);
+    token = await ensureAdminToken(config.home, config.server.adminToken);
     // Every secret is known before the first log line, so none can reach the log (an SDK's debug line included).
     const logger = createLogger(config.log.level, options.logDestination, [
       ...secretValues(config),
       token.token,
     ]);
-    if (token.source === "generated") {
-      (options.announce ?? ((line) => process.stdout.write(`${line}\n`)))(
-        `Almanac generated an admin token (stored in ${token.file}, mode 0600). Use it as "Authorization: Bearer <token>":\n${token.token}`,
+    if (tightened.files + tightened.directories > 0)
+      logger.info(
+        tightened,
+        "took group and other permissions off files in the data directory (now 0600/0700)",
       );
-    }
+
     const storage = createStorageHealth({ dataDir: config.home });
     const shutdown = createShutdownState(config.shutdown.deadlineMs);
     app = Fastify({
@@ -190,7 +190,7 @@ export async function buildApp(
       // Our own onRequest hook answers 503 in the documented shape from the moment shutdown begins.
       return503OnClosing: false,
       // Session keys in `/api/sessions/{key}` can be a few hundred characters (find-my-way's default is 100).
-      routerOptions: { maxParamLength: 2048 },
+      routerOptions: { maxParamLength: MAX_PATH_SEGMENT_CHARS },
       frameworkErrors: createHttpErrorHandler({
         isShuttingDown: shutdown.isShuttingDown,
         storageError: storage.classify,
@@ -210,6 +210,18 @@ export async function buildApp(
     await homeLock.release();
     throw error;
   }
+  if (token.source === "generated") {
+    // Said once the server listens: a start that fails (the port is taken) forgets the token it made, so the
+    // next start makes and prints one again instead of keeping a token nobody saw.
+    let announced = false;
+    app.addHook("onListen", async () => {
+      announced = true;
+      (options.announce ?? ((line) => process.stdout.write(`${line}\n`)))(tokenAnnouncement(token));
+    });
+    app.addHook("onClose", async () => {
+      if (!announced) await rm(token.file, { force: true });
+    });
+  }
   try {
     for (const plugin of ALMANAC_PLUGINS) await app.register(plugin);
     await app.ready();
@@ -220,4 +232,45 @@ export async function buildApp(
     throw error;
   }
   return app;
+}
+
+/** The notice of a generated admin token: set apart from the log lines around it, so a person finds it. */
+function tokenAnnouncement(token: AdminToken): string {
+  const rule = "=".repeat(72);
+  return [
+    rule,
+    "Almanac generated an admin token. Log in to the console and call /api and /v1 with it",
+    `(as "Authorization: Bearer <token>"). It is stored in ${token.file} (mode 0600):`,
+    "",
+    `    ${token.token}`,
+    "",
+    "Set ALMANAC_ADMIN_TOKEN to choose your own instead.",
+    rule,
+  ].join("\n");
+}
+
+/**
+ * Creates the data directory's folders, private to this user (0700), and takes group and other permissions
+ * off what is already there (see {@link tightenDataPermissions}). A directory this user cannot write (a
+ * root-owned bind mount in Docker, a read-only disk) stops the start with one line saying what to do.
+ */
+async function prepareDataDirectory(home: string): Promise<TightenedPermissions> {
+  try {
+    await Promise.all(
+      ["sessions", "state", "workspace/memory"].map((dir) =>
+        mkdir(join(home, dir), { recursive: true, mode: PRIVATE_DIRECTORY_MODE }),
+      ),
+    );
+    return await tightenDataPermissions(home);
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code !== "EACCES" && code !== "EPERM" && code !== "EROFS") throw error;
+    const uid = typeof process.getuid === "function" ? process.getuid() : undefined;
+    throw new UserError(
+      "storage.not_writable",
+      `The data directory ${home} is not writable by this user${uid === undefined ? "" : ` (uid ${uid})`}: ${code}. ` +
+        `Make it writable (in Docker: chown ${uid ?? 1000}:${uid ?? 1000} the host directory mounted on it) or set ALMANAC_HOME to another directory.`,
+      { cause: error },
+    );
+  }
 }

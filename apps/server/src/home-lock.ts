@@ -1,7 +1,7 @@
 import { mkdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { UserError } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, UserError } from "@almanac/core";
 
 /** How often the holder touches the lock, and after how long an untouched lock counts as abandoned. */
 const HEARTBEAT_MS = 10_000;
@@ -58,7 +58,7 @@ async function currentOwner(
 export async function acquireHomeLock(home: string): Promise<HomeLock> {
   const dir = join(home, "state");
   const file = join(dir, "almanac.lock");
-  await mkdir(dir, { recursive: true });
+  await mkdir(dir, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
   const existing = await currentOwner(file);
   if (existing?.owner) {
     const { owner, ageMs } = existing;
@@ -72,7 +72,7 @@ export async function acquireHomeLock(home: string): Promise<HomeLock> {
     }
   }
   const me: LockOwner = { pid: process.pid, hostname: hostname(), startedAt: Date.now() };
-  await writeFile(file, `${JSON.stringify(me)}\n`);
+  await writeFile(file, `${JSON.stringify(me)}\n`, { mode: PRIVATE_FILE_MODE });
   const heartbeat = setInterval(() => {
     const now = new Date();
     utimes(file, now, now).catch(() => {});

@@ -1,4 +1,6 @@
+import { createRequire } from "node:module";
 import pino, { type Logger as PinoLogger } from "pino";
+import type * as PinoPretty from "pino-pretty";
 
 /** Paths pino replaces with "[redacted]": credentials must never reach a log line. */
 export const REDACTED_PATHS = [
@@ -75,6 +77,28 @@ export function scrubSecrets(text: string, secrets: readonly string[]): string {
       scrubbed = scrubbed.replaceAll(secret, "[redacted]");
   }
   return scrubbed;
+}
+
+/**
+ * Short, coloured lines for a person at a terminal (`14:03:07 INFO: almanac listening url=…`), written in this
+ * process (no transport thread). Loaded only then: a service manager or Docker gets JSON lines, as before.
+ */
+function prettyTerminal(): pino.DestinationStream {
+  const { build } = createRequire(import.meta.url)("pino-pretty") as typeof PinoPretty;
+  return build({
+    colorize: true,
+    translateTime: "SYS:HH:MM:ss",
+    ignore: "pid,hostname,service",
+    singleLine: true,
+    sync: true,
+  });
+}
+
+/** Where log lines go when no destination is given: pretty on a terminal, JSON lines otherwise. */
+export function defaultLogDestination(stdout: {
+  readonly isTTY?: boolean;
+}): pino.DestinationStream | undefined {
+  return stdout.isTTY === true ? prettyTerminal() : undefined;
 }
 
 /**

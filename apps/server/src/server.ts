@@ -30,7 +30,7 @@ export interface ServerHandle {
  * the chat channels. Stopping is `app.close()`: the plugins close in reverse order of registration.
  */
 export async function startServer(options: StartServerOptions): Promise<ServerHandle> {
-  const { config } = loadConfig({ env: options.env, cwd: options.cwd });
+  const { config, warnings } = loadConfig({ env: options.env, cwd: options.cwd });
   const app = await buildApp(config, {
     ...(options.logDestination ? { logDestination: options.logDestination } : {}),
     ...(options.announce ? { announce: options.announce } : {}),
@@ -47,6 +47,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
   const url = `http://${config.server.host.includes(":") ? `[${config.server.host}]` : config.server.host}:${port}`;
   await app.channels.start();
   app.log.info({ url, home: config.home, model: config.model.name ?? null }, "almanac listening");
+  for (const warning of warnings) app.log.warn({}, warning);
   const proxy = PROXY_VARIABLES.filter((name) => (options.env[name] ?? "") !== "");
   if (proxy.length > 0 && config.model.httpClient === "node")
     app.log.warn(

@@ -1,9 +1,13 @@
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { ProviderError } from "@almanac/core";
+import { errnoCode, ProviderError } from "@almanac/core";
 import { probeWritable, storageErrnoOf } from "@almanac/summarizer";
 
-/** The storage error codes the API answers with (HTTP 507, see docs/operations.md "Storage full"). */
-export type StorageErrorCode = "storage.full" | "storage.read_only";
+/**
+ * The storage error codes the API answers with: a full or read-only disk (HTTP 507, see docs/operations.md
+ * "Storage full"), or a data directory that is gone (deleted or unmounted while running: HTTP 503).
+ */
+export type StorageErrorCode = "storage.full" | "storage.read_only" | "storage.missing";
 
 /**
  * The storage failure behind `error` (itself or any `cause`), if it is one: the errno and our code.
@@ -20,10 +24,21 @@ export function storageFailureOf(
 
 /** What an operator has to do about a storage failure; used in errors, `/readyz` and the console. */
 export function storageHint(code: StorageErrorCode, dataDir: string): string {
-  return code === "storage.full"
-    ? `Free space on the file system that holds ${dataDir} (or raise its quota). Almanac keeps running and recovers by itself once a write succeeds again.`
-    : `The file system that holds ${dataDir} is read-only; remount it read-write. Almanac recovers by itself once a write succeeds again.`;
+  switch (code) {
+    case "storage.full":
+      return `Free space on the file system that holds ${dataDir} (or raise its quota). Almanac keeps running and recovers by itself once a write succeeds again.`;
+    case "storage.read_only":
+      return `The file system that holds ${dataDir} is read-only; remount it read-write. Almanac recovers by itself once a write succeeds again.`;
+    case "storage.missing":
+      return `Restore ${dataDir} (mount the volume again, or restore a backup), then restart Almanac. It does not create a new, empty one by itself: that would hide where your data went.`;
+  }
 }
+
+const PROBLEM: Readonly<Record<StorageErrorCode, string>> = {
+  "storage.full": "the disk is full",
+  "storage.read_only": "the disk is read-only",
+  "storage.missing": "the directory is gone (deleted or unmounted)",
+};
 
 /**
  * Almanac could not write to its data directory because the disk is full or read-only (HTTP 507).
@@ -35,7 +50,7 @@ export class StorageError extends ProviderError {
   readonly dataDir: string;
 
   constructor(code: StorageErrorCode, errno: string, dataDir: string, options: { cause?: unknown } = {}) {
-    const what = code === "storage.full" ? `the disk is full (${errno})` : `the disk is read-only (${errno})`;
+    const what = `${PROBLEM[code]} (${errno})`;
     super(
       code,
       `Almanac cannot save to its data directory ${dataDir}: ${what}. ${storageHint(code, dataDir)}`,
@@ -101,8 +116,14 @@ export function createStorageHealth(options: StorageHealthOptions): StorageHealt
   let failure: { code: StorageErrorCode; errno: string; since: number } | undefined;
   let lastProbeAt = Number.NEGATIVE_INFINITY;
 
+  /** ENOENT while the data directory itself is gone: every later write fails the same way. */
+  const missing = (error: unknown): { errno: string; code: StorageErrorCode } | undefined =>
+    errnoCode(error) === "ENOENT" && !existsSync(dataDir)
+      ? { errno: "ENOENT", code: "storage.missing" }
+      : undefined;
+
   const classify = (error: unknown): StorageError | undefined => {
-    const found = storageFailureOf(error);
+    const found = storageFailureOf(error) ?? missing(error);
     if (found === undefined) return undefined;
     if (failure?.code !== found.code) failure = { ...found, since: clock() };
     return error instanceof StorageError
@@ -144,7 +165,16 @@ export function createStorageHealth(options: StorageHealthOptions): StorageHealt
     classify,
     status,
     async check() {
-      if (failure !== undefined && clock() - lastProbeAt >= probeEveryMs) {
+      // A stat per readiness check: cheap, and the only way to notice a directory that nothing wrote to yet.
+      const present = existsSync(dataDir);
+      if (!present && failure?.code !== "storage.missing")
+        failure = { code: "storage.missing", errno: "ENOENT", since: clock() };
+      if (present && failure?.code === "storage.missing") failure = undefined;
+      if (
+        failure !== undefined &&
+        failure.code !== "storage.missing" &&
+        clock() - lastProbeAt >= probeEveryMs
+      ) {
         lastProbeAt = clock();
         await probe();
       }

@@ -21,6 +21,8 @@ export interface RunAlmanacOptions {
   /** Text piped to stdin, then closed; stdin is closed at once when omitted. */
   readonly stdin?: string;
   readonly timeoutMs?: number;
+  /** Run as this user and group (a test running as root uses it to meet permission checks root skips). */
+  readonly user?: { readonly uid: number; readonly gid: number };
 }
 
 /** A spawned child's stdout and stderr as text, and its exit code once it closes (killed after `timeoutMs`). */
@@ -56,6 +58,7 @@ export function runAlmanac(args: readonly string[], options: RunAlmanacOptions):
     env: { PATH: process.env.PATH ?? "", ...options.env },
     cwd: options.cwd,
     stdio: ["pipe", "pipe", "pipe"],
+    ...(options.user === undefined ? {} : { uid: options.user.uid, gid: options.user.gid }),
   });
   child.stdin.end(options.stdin ?? "");
   return collectOutput(child, `almanac ${args.join(" ")}`, options.timeoutMs ?? 20_000);

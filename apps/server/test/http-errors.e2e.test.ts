@@ -109,6 +109,32 @@ describe("errors in the documented shape", () => {
     expect(fine.status).toBe(200);
   });
 
+  it("answers an over-long path parameter with 414 for every method and route, and never echoes a path at length", async () => {
+    running = await startTestServer({ withModel: false });
+    const long = "x".repeat(5_000);
+    const paths = [
+      `/api/sessions/${long}`,
+      `/api/sessions/${long}/reset`,
+      `/api/memory/files/${long}`,
+      `/${long}`,
+    ];
+    for (const path of paths) {
+      for (const method of ["GET", "POST", "PUT", "DELETE"]) {
+        const response = await running.api(path, {
+          method,
+          ...(method === "GET" || method === "DELETE" ? {} : { body: "{}" }),
+        });
+        const body = await response.text();
+        expect(response.status, `${method} ${path.slice(0, 20)}`).toBe(414);
+        expectErrorShape(JSON.parse(body), "request.uri_too_long");
+        expect(body.length).toBeLessThan(300);
+      }
+    }
+    const unknown = await running.api(`/api/${"y".repeat(1_000)}`);
+    expect(unknown.status).toBe(404);
+    expect((await unknown.text()).length).toBeLessThan(400);
+  });
+
   it("answers a turn cut short by shutdown with 503 server.shutting_down, not 499", async () => {
     running = await startTestServer({ env: { ALMANAC_SHUTDOWN_DEADLINE_MS: "300" } });
     running.llm.enqueue(script.hang());

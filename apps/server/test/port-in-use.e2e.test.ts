@@ -1,4 +1,5 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -43,5 +44,37 @@ describe("almanac start on a port that is already taken", () => {
     // No stack anywhere, not in the log lines on stdout either.
     expect(`${run.stdout}\n${run.stderr}`).not.toMatch(/\n\s+at /);
     expect(run.stdout).not.toContain("almanac listening");
+  });
+});
+
+describe("the first start of a new data directory", () => {
+  it("prints the generated admin token only once the server listens, so a failed first start loses no token", async () => {
+    const env = { ALMANAC_HOME: home, ALMANAC_HOST: "127.0.0.1", ALMANAC_PORT: String(port) };
+    const failed = await runAlmanac(["start"], { cwd: home, env });
+    expect(failed.code).toBe(5);
+    expect(`${failed.stdout}${failed.stderr}`).not.toContain("generated an admin token");
+    expect(existsSync(join(home, "admin-token"))).toBe(false);
+  });
+});
+
+describe("almanac start on a data directory it cannot write", () => {
+  it("prints one line naming the directory, the user and the fix, and exits 78 without a stack", async () => {
+    // Root ignores permission bits: as root, the server runs as `nobody`, as a container's user would.
+    const asRoot = process.getuid?.() === 0;
+    const user = asRoot ? { uid: 65_534, gid: 65_534 } : undefined;
+    await chmod(home, 0o755);
+    const readOnly = join(home, "read-only");
+    await mkdir(readOnly, { mode: 0o555 });
+    const run = await runAlmanac(["start"], {
+      cwd: home,
+      env: { ALMANAC_HOME: join(readOnly, "data"), ALMANAC_PORT: "0", ALMANAC_ADMIN_TOKEN: TEST_TOKEN },
+      ...(user === undefined ? {} : { user }),
+    });
+    expect(run.code, run.stderr).toBe(78);
+    const lines = run.stderr.split("\n").filter((line) => line.trim() !== "");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`${join(readOnly, "data")} is not writable by this user`);
+    expect(lines[0]).toContain("chown");
+    expect(`${run.stdout}\n${run.stderr}`).not.toMatch(/\n\s+at /);
   });
 });

@@ -76,7 +76,7 @@ describe("the server process", () => {
 
   it("refuses to start on a bad configuration value and names the key", async () => {
     await expect(spawnServer({ ...harness.env(), ALMANAC_PORT: "not-a-port" }, 10_000)).rejects.toThrow(
-      /server\.port = "not-a-port" \(from ALMANAC_PORT\)/,
+      /ALMANAC_PORT = "not-a-port" \(environment variable; config key server\.port\): expected a number/,
     );
   }, 30_000);
 

@@ -1,6 +1,6 @@
 import { appendFile, mkdir, readdir, stat } from "node:fs/promises";
 import * as path from "node:path";
-import { UserError, writeFileDurably } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, UserError, writeFileDurably } from "@almanac/core";
 import { z } from "zod";
 import { positiveInteger } from "./positive-integer.js";
 import { defineTool, type Tool } from "./toolkit.js";
@@ -60,7 +60,7 @@ async function existingKind(target: WorkspaceTarget): Promise<"file" | "director
 
 async function ensureParent(target: WorkspaceTarget): Promise<void> {
   try {
-    await mkdir(path.dirname(target.absolute), { recursive: true });
+    await mkdir(path.dirname(target.absolute), { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
   } catch (error) {
     throw toWorkspaceError(error, target.shown);
   }
@@ -258,7 +258,7 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
           const existing = kind === "missing" ? "" : await readText(target);
           await options.writeText(target, existing + content);
         } else {
-          await appendFile(target.absolute, content, "utf8");
+          await appendFile(target.absolute, content, { encoding: "utf8", mode: PRIVATE_FILE_MODE });
         }
       } catch (error) {
         throw toWorkspaceError(error, target.shown);

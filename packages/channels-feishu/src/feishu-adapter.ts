@@ -196,7 +196,7 @@ export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
     if (this.onMessage === undefined) {
       return failure(503, "feishu.not_started", "The Feishu adapter is not running.");
     }
-    const verdict = openWebhook(request, this.config);
+    const verdict = openWebhook(request, this.config, (this.config.now ?? Date.now)());
     if (verdict.kind === "reject") {
       this.config.logger.warn({ code: verdict.code, status: verdict.status }, verdict.message);
       return failure(verdict.status, verdict.code, verdict.message);

@@ -62,6 +62,31 @@ describe("FeishuAdapter.handleWebhook", () => {
     expect(inbound).toEqual([]);
   });
 
+  it("answers 401 to a correctly signed event whose timestamp is outside five minutes (a replay)", async () => {
+    const { fake, url, inbound } = await startWebhook({ encryptKey, verificationToken });
+    const now = Math.floor(Date.now() / 1000);
+    for (const timestamp of [String(now - 10 * 60), "1000000000", String(now + 10 * 60), "not-a-time"]) {
+      const event = fake.messageEvent({ chatType: "p2p", text: "replayed" });
+      const response = await fake.postWebhook(url, event.envelope, {
+        encryptKey,
+        verificationToken,
+        timestamp,
+      });
+      expect(response, timestamp).toMatchObject({
+        status: 401,
+        body: { error: { code: "feishu.webhook_stale" } },
+      });
+    }
+    const fresh = fake.messageEvent({ chatType: "p2p", text: "fresh" });
+    const ok = await fake.postWebhook(url, fresh.envelope, {
+      encryptKey,
+      verificationToken,
+      timestamp: String(now - 60),
+    });
+    expect(ok.status).toBe(200);
+    expect(inbound.map((message) => message.text)).toEqual(["fresh"]);
+  });
+
   it("answers 401 to an event without a signature when an encrypt key is set", async () => {
     const { fake, url, inbound } = await startWebhook({ encryptKey });
     const event = fake.messageEvent({ chatType: "p2p", text: "unsigned" });

@@ -8,6 +8,9 @@ export interface WebhookSecrets {
   readonly verificationToken: string | undefined;
 }
 
+/** How far a signed request's `X-Lark-Request-Timestamp` may be from our clock: a captured request replays no later. */
+export const WEBHOOK_MAX_SKEW_MS = 5 * 60_000;
+
 /** What to do with a webhook request. */
 export type WebhookVerdict =
   | { readonly kind: "reject"; readonly status: number; readonly code: string; readonly message: string }
@@ -26,11 +29,15 @@ const tokenSchema = z.object({ header: z.object({ token: z.string() }) }).or(z.o
 /**
  * Authenticates and opens a webhook request the way Feishu secures request URLs.
  * With an Encrypt Key, events must carry `X-Lark-Signature` = sha256(timestamp + nonce + encryptKey + raw body),
- * checked before anything is decrypted; the `url_verification` request is not signed, so it is accepted when it
+ * checked before anything is decrypted, and a timestamp within {@link WEBHOOK_MAX_SKEW_MS} of `now`; the `url_verification` request is not signed, so it is accepted when it
  * decrypts (and, with a Verification Token, carries the token). With a Verification Token, every payload's
  * `token` (`header.token` in schema 2.0) must match.
  */
-export function openWebhook(request: FeishuWebhookRequest, secrets: WebhookSecrets): WebhookVerdict {
+export function openWebhook(
+  request: FeishuWebhookRequest,
+  secrets: WebhookSecrets,
+  now: number = Date.now(),
+): WebhookVerdict {
   const bytes =
     typeof request.rawBody === "string" ? Buffer.from(request.rawBody, "utf8") : Buffer.from(request.rawBody);
   const body = objectSchema.safeParse(parseJson(bytes.toString("utf8")));
@@ -46,6 +53,19 @@ export function openWebhook(request: FeishuWebhookRequest, secrets: WebhookSecre
       .digest();
     if (!sameHex(signature, expected)) {
       return reject(401, "feishu.webhook_signature_invalid", "X-Lark-Signature does not match the body.");
+    }
+    // The signature covers the timestamp: a request signed long ago (or "in the future") is a replay.
+    const seconds = Number(timestamp);
+    if (
+      timestamp === "" ||
+      !Number.isFinite(seconds) ||
+      Math.abs(now - seconds * 1000) > WEBHOOK_MAX_SKEW_MS
+    ) {
+      return reject(
+        401,
+        "feishu.webhook_stale",
+        `X-Lark-Request-Timestamp is more than ${WEBHOOK_MAX_SKEW_MS / 60_000} minutes from the server's clock (a replayed request, or a wrong clock).`,
+      );
     }
   }
   let payload = body.data;

@@ -20,11 +20,16 @@ export function isDurableWriteTempFile(name: string): boolean {
   return TEMP_FILE.test(name);
 }
 
+/** Mode of a file Almanac creates in its data directory: it holds a person's private memory, so theirs alone. */
+export const PRIVATE_FILE_MODE = 0o600;
+/** Mode of a directory Almanac creates in its data directory (see {@link PRIVATE_FILE_MODE}). */
+export const PRIVATE_DIRECTORY_MODE = 0o700;
+
 /** Options of {@link writeFileDurably} and {@link stageFileDurably}. */
 export interface DurableWriteOptions {
   /**
    * Permission bits of the written file, applied exactly (not masked by the umask). Default: the bits of the
-   * file being replaced, or `0o666` masked by the umask for a new file (what `fs.writeFile` does).
+   * file being replaced, or {@link PRIVATE_FILE_MODE} for a new file, whatever the umask.
    */
   readonly mode?: number;
   /**
@@ -69,15 +74,15 @@ export async function stageFileDurably(
 ): Promise<StagedFile> {
   const tempPath = join(dirname(path), `.${basename(path)}.${randomBytes(8).toString("hex")}.tmp`);
   const discard = () => unlink(tempPath).catch(() => {});
-  const mode = options.mode ?? (await existingMode(path));
+  const mode = options.mode ?? (await existingMode(path)) ?? PRIVATE_FILE_MODE;
   // Descriptors, not FileHandles: see fs-calls.ts (a new session's first turn writes its snapshot).
   let fd: number | undefined;
   try {
-    fd = await openFd(tempPath, "wx", mode ?? 0o666);
+    fd = await openFd(tempPath, "wx", mode);
     await writeWhole(fd, data);
     // The umask may have taken bits off the mode the file was created with; usually (0o600 and the usual 022) it
     // took none, and a blocking fstat (~2 µs) saves a trip through the thread pool.
-    if (mode !== undefined && (fstatSync(fd).mode & 0o7777) !== mode) await fchmodFd(fd, mode);
+    if ((fstatSync(fd).mode & 0o7777) !== mode) await fchmodFd(fd, mode);
     await fsyncFd(fd);
     const written = fd;
     fd = undefined;

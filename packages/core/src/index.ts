@@ -32,6 +32,8 @@ export {
   fsyncDirectory,
   isDurableWriteTempFile,
   isErrnoCode,
+  PRIVATE_DIRECTORY_MODE,
+  PRIVATE_FILE_MODE,
   removeStaleTempFiles,
   type StagedFile,
   stageFileDurably,

@@ -1,6 +1,6 @@
 import { mkdir, readdir, unlink } from "node:fs/promises";
 import * as path from "node:path";
-import { errnoCode, writeFileDurably } from "@almanac/core";
+import { errnoCode, PRIVATE_DIRECTORY_MODE, writeFileDurably } from "@almanac/core";
 
 /** Options of {@link createMemoryBackups}. */
 export interface MemoryBackupsOptions {
@@ -58,7 +58,7 @@ export function createMemoryBackups(options: MemoryBackupsOptions): MemoryBackup
   return {
     async save(relativePath, content) {
       const { folder, base, pattern } = locate(relativePath);
-      await mkdir(folder, { recursive: true });
+      await mkdir(folder, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
       const existing = new Set(await namesOf(folder, pattern));
       const stamp = stampOf(clock());
       let counter = 0;

@@ -5,6 +5,7 @@ import {
   errnoCode,
   isAlmanacError,
   type Logger,
+  PRIVATE_DIRECTORY_MODE,
   silentLogger,
   UserError,
   writeFileDurably,
@@ -142,7 +143,9 @@ export function createMemoryFileStore(options: MemoryFileStoreOptions): MemoryFi
   let workspaceReady: Promise<string> | undefined;
 
   const realWorkspace = () => {
-    workspaceReady ??= mkdir(workspace, { recursive: true }).then(() => realpath(workspace));
+    workspaceReady ??= mkdir(workspace, { recursive: true, mode: PRIVATE_DIRECTORY_MODE }).then(() =>
+      realpath(workspace),
+    );
     return workspaceReady;
   };
 
@@ -248,7 +251,7 @@ export function createMemoryFileStore(options: MemoryFileStoreOptions): MemoryFi
             `Refused to write "${relative}": the new content (${content.length} characters) would drop most of the existing ${current.length} characters. Keep the existing entries and change only what needs changing.`,
           );
         }
-        await mkdir(path.dirname(absolute), { recursive: true });
+        await mkdir(path.dirname(absolute), { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
         const backupPath = current === undefined ? undefined : await backups.save(relative, current);
         await writeFileDurably(absolute, content);
         logger.debug({ path: relative, chars: content.length, backupPath }, "memory file written");

@@ -1,6 +1,6 @@
-import { mkdirSync } from "node:fs";
+import { chmodSync, mkdirSync } from "node:fs";
 import * as path from "node:path";
-import { UserError } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, UserError } from "@almanac/core";
 import Database from "better-sqlite3";
 import * as sqliteVec from "sqlite-vec";
 import { IDENTIFIER_JOINERS } from "./text-analysis.js";
@@ -102,10 +102,14 @@ export function createVectorTable(db: Database.Database, dimensions: number): vo
  * A file from another schema version is emptied and rebuilt (the Markdown is the source of truth).
  */
 export function openSqliteDatabase(file: string): Database.Database {
-  if (file !== ":memory:") mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  if (file !== ":memory:")
+    mkdirSync(path.dirname(path.resolve(file)), { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
   let db: Database.Database;
   try {
     db = new Database(file);
+    // The index holds the memory's text: private like the Markdown (SQLite gives its -wal and -shm files the
+    // database file's mode when it creates them).
+    if (file !== ":memory:") chmodSync(file, PRIVATE_FILE_MODE);
     sqliteVec.load(db);
   } catch (error) {
     throw new UserError("index.open_failed", `Cannot open the memory index at "${file}": ${String(error)}`, {

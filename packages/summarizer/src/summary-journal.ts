@@ -6,6 +6,7 @@ import {
   fsyncDirectory,
   InternalError,
   type Logger,
+  PRIVATE_DIRECTORY_MODE,
   writeFileDurably,
 } from "@almanac/core";
 import { type JournalRecord, journalRecordSchema } from "./summary-job.js";
@@ -64,7 +65,7 @@ export function createSummaryJournal(stateDir: string, logger: Logger): SummaryJ
   return {
     init() {
       ready ??= (async () => {
-        await mkdir(jobsDir, { recursive: true });
+        await mkdir(jobsDir, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
         await fsyncDirectory(root);
         await fsyncDirectory(stateDir);
       })();
@@ -81,7 +82,7 @@ export function createSummaryJournal(stateDir: string, logger: Logger): SummaryJ
         } catch (error) {
           if (errnoCode(error) === "ENOENT") continue;
           // Never dropped silently: kept aside for a person to inspect, and logged loudly.
-          await mkdir(damagedDir, { recursive: true });
+          await mkdir(damagedDir, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
           await rename(file, path.join(damagedDir, name));
           logger.error({ file: name, error: describeError(error) }, "damaged job journal file moved aside");
         }

@@ -46,6 +46,8 @@ function failureText(error: unknown): string {
       return "The assistant is restarting; please send that again in a minute.";
     if (error.code === "storage.full" || error.code === "storage.read_only")
       return "Sorry, I cannot save anything right now: the server's disk is full. Your message is kept and will be answered once space is freed; please send another message then.";
+    if (error.code === "storage.missing")
+      return "Sorry, I cannot reach my memory right now: the server's data directory is missing. Its owner can see why in the server's status.";
     if (error.category === "provider")
       return "Sorry, I could not reach the language model just now. Please try again in a moment.";
   }

@@ -1,6 +1,6 @@
 import { appendFile, mkdir, open, readFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import { writeFileDurably } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, writeFileDurably } from "@almanac/core";
 
 /** Remembers delivered event ids across restarts so a platform's redelivery is answered once. */
 export interface DedupStore {
@@ -21,7 +21,7 @@ export async function createDedupStore(options: {
 }): Promise<DedupStore> {
   const clock = options.clock ?? Date.now;
   const seen = new Map<string, number>();
-  await mkdir(dirname(options.file), { recursive: true });
+  await mkdir(dirname(options.file), { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
   try {
     const text = await readFile(options.file, "utf8");
     const cutoff = clock() - options.retentionMs;
@@ -55,7 +55,7 @@ export async function createDedupStore(options: {
       const previous = seen.get(id);
       if (previous !== undefined && previous >= now - options.retentionMs) return false;
       seen.set(id, now);
-      await appendFile(options.file, `${JSON.stringify({ id, at: now })}\n`);
+      await appendFile(options.file, `${JSON.stringify({ id, at: now })}\n`, { mode: PRIVATE_FILE_MODE });
       const handle = await open(options.file, "r");
       try {
         await handle.sync();

@@ -34,6 +34,20 @@ const probe = (baseUrl: string, overrides: Partial<EndpointProbe> = {}): Endpoin
 });
 
 describe("model probe", () => {
+  it("reaches an endpoint whose URL carries a user and password, as Basic authorization, and never prints them", async () => {
+    const seen: Array<string | undefined> = [];
+    const baseUrl = await fakeProvider((request, response) => {
+      seen.push(request.headers.authorization);
+      reply(response, 200, { data: [{ id: "tiny" }] });
+    });
+    const withPassword = baseUrl.replace("http://", "http://almanac:p%40ss-word@");
+    const result = await probeChatModel(probe(withPassword, { apiKey: undefined }));
+    expect(result.status).toBe("ok");
+    expect(seen).toEqual([`Basic ${Buffer.from("almanac:p@ss-word").toString("base64")}`]);
+    expect(JSON.stringify(result)).not.toContain("p%40ss-word");
+    expect(JSON.stringify(result)).not.toContain("p@ss-word");
+  });
+
   it("falls back to a one-token chat completion when /models is not served", async () => {
     const paths: string[] = [];
     const baseUrl = await fakeProvider((request, response) => {

@@ -23,14 +23,28 @@ export interface EndpointProbe {
 
 type Outcome = { readonly response: Response } | { readonly error: unknown; readonly timedOut: boolean };
 
+/**
+ * The request URL without credentials (fetch refuses a URL that has them) and the Basic authorization they
+ * stand for, as Node's HTTP client sends it for the chat requests: an API key's Bearer header wins over it.
+ */
+function splitCredentials(baseUrl: string, path: string): { url: string; basic: string | undefined } {
+  const url = new URL(`${baseUrl.replace(/\/+$/, "")}${path}`);
+  if (url.username === "" && url.password === "") return { url: url.toString(), basic: undefined };
+  const pair = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+  url.username = "";
+  url.password = "";
+  return { url: url.toString(), basic: `Basic ${Buffer.from(pair).toString("base64")}` };
+}
+
 async function send(probe: EndpointProbe, path: string, body?: unknown): Promise<Outcome> {
-  const url = `${probe.baseUrl.replace(/\/+$/, "")}${path}`;
   const signal = AbortSignal.timeout(probe.timeoutMs ?? PROBE_TIMEOUT_MS);
   try {
+    const { url, basic } = splitCredentials(probe.baseUrl, path);
     const response = await probe.fetch(url, {
       method: body === undefined ? "GET" : "POST",
       headers: {
         ...probe.headers,
+        ...(basic === undefined ? {} : { authorization: basic }),
         ...(probe.apiKey ? { authorization: `Bearer ${probe.apiKey}` } : {}),
         ...(body === undefined ? {} : { "content-type": "application/json" }),
       },

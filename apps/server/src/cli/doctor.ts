@@ -10,6 +10,17 @@ function checkConfig(context: CliContext): { result: CheckResult; loaded?: Loade
   try {
     const loaded = loadConfig({ env: context.env, cwd: context.io.cwd });
     const from = loaded.file === undefined ? "environment and defaults" : loaded.file;
+    if (loaded.warnings.length > 0) {
+      return {
+        result: check(
+          "config",
+          "warn",
+          `valid (${from}), but: ${loaded.warnings.join("; ")}`,
+          "rename or remove the variables named above",
+        ),
+        loaded,
+      };
+    }
     return { result: check("config", "ok", `valid (${from})`), loaded };
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;

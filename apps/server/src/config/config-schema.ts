@@ -7,6 +7,11 @@ export interface SettingMeta {
   readonly description: string;
   /** Secrets are masked in logs, errors and the admin API. */
   readonly secret?: boolean;
+  /**
+   * A map whose values may be credentials (HTTP headers such as `api-key`): its keys are shown, its values
+   * masked like secrets.
+   */
+  readonly secretValues?: boolean;
   /** Example value for README and `.env.example` when there is no default. */
   readonly example?: string;
 }
@@ -22,6 +27,11 @@ function setting<T extends z.ZodType>(schema: T, meta: SettingMeta): T {
 const port = z.number().int().min(0).max(65535);
 const positiveInt = z.number().int().positive();
 const httpUrl = z.url({ protocol: /^https?$/, error: "expected an http(s) URL" });
+
+/** A Discord bot token: three base64url parts separated by dots (the only shape Discord issues). */
+export const DISCORD_TOKEN_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]+$/;
+/** A Feishu/Lark app id: `cli_` and 16 hex digits (the SDK's long connection silently does nothing otherwise). */
+export const FEISHU_APP_ID_SHAPE = /^cli_[0-9a-f]{16}$/;
 
 /** A fresh schema per use: the registry keys metadata by schema instance. */
 const idList = () => z.array(z.string().min(1)).default([]);
@@ -149,6 +159,7 @@ export const configSchema = z.strictObject({
       }),
       headers: setting(z.record(z.string(), z.string()).default({}), {
         env: "ALMANAC_MODEL_HEADERS",
+        secretValues: true,
         description: "Extra HTTP headers for the model endpoint, as a JSON object.",
         example: '{"X-Org":"me"}',
       }),
@@ -312,12 +323,21 @@ export const configSchema = z.strictObject({
     .strictObject({
       discord: z
         .strictObject({
-          token: setting(z.string().min(1).optional(), {
-            env: "ALMANAC_DISCORD_TOKEN",
-            description: "Discord bot token; setting it enables the Discord channel.",
-            secret: true,
-            example: "MTIz...",
-          }),
+          token: setting(
+            z
+              .string()
+              .regex(DISCORD_TOKEN_SHAPE, {
+                error:
+                  "expected a Discord bot token: three parts separated by dots (copy it again from the Developer Portal → Bot → Reset Token)",
+              })
+              .optional(),
+            {
+              env: "ALMANAC_DISCORD_TOKEN",
+              description: "Discord bot token; setting it enables the Discord channel.",
+              secret: true,
+              example: "MTIz...",
+            },
+          ),
           apiBaseUrl: setting(httpUrl.optional(), {
             env: "ALMANAC_DISCORD_API_BASE_URL",
             description: "Discord REST base URL (default Discord's; set only for testing).",
@@ -328,11 +348,20 @@ export const configSchema = z.strictObject({
         .prefault({}),
       feishu: z
         .strictObject({
-          appId: setting(z.string().min(1).optional(), {
-            env: "ALMANAC_FEISHU_APP_ID",
-            description: "Feishu/Lark app id (cli_…); with the secret, enables the Feishu channel.",
-            example: "cli_a1b2c3d4e5f60718",
-          }),
+          appId: setting(
+            z
+              .string()
+              .regex(FEISHU_APP_ID_SHAPE, {
+                error:
+                  "expected a Feishu/Lark app id: cli_ followed by 16 hex digits (Developer Console → Credentials & Basic Info)",
+              })
+              .optional(),
+            {
+              env: "ALMANAC_FEISHU_APP_ID",
+              description: "Feishu/Lark app id (cli_…); with the secret, enables the Feishu channel.",
+              example: "cli_a1b2c3d4e5f60718",
+            },
+          ),
           appSecret: setting(z.string().min(1).optional(), {
             env: "ALMANAC_FEISHU_APP_SECRET",
             description: "Feishu/Lark app secret.",

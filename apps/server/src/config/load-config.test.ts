@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, missingModelSettings, redactConfig } from "./load-config.js";
+import { ConfigError, loadConfig, missingModelSettings, redactConfig, secretValues } from "./load-config.js";
 import { listSettings } from "./settings.js";
 
 let cwd: string;
@@ -94,9 +94,11 @@ describe("loadConfig", () => {
       loadConfig({ env: { ALMANAC_PORT: "eighty", ALMANAC_LOG_LEVEL: "loud" }, cwd }),
     );
     expect(error.code).toBe("config.invalid");
-    expect(error.message).toContain('server.port = "eighty" (from ALMANAC_PORT)');
-    expect(error.message).toMatch(
-      /log\.level = "loud" \(from ALMANAC_LOG_LEVEL\).*allowed: fatal, error, warn, info/,
+    expect(error.message).toContain(
+      'ALMANAC_PORT = "eighty" (environment variable; config key server.port): expected a number',
+    );
+    expect(error.message).toContain(
+      'ALMANAC_LOG_LEVEL = "loud" (environment variable; config key log.level): expected one of: fatal, error, warn, info',
     );
   });
 
@@ -105,8 +107,77 @@ describe("loadConfig", () => {
       loadConfig({ env: { ALMANAC_PORT: "70000", ALMANAC_MODEL_BASE_URL: "ftp://x" }, cwd }),
     );
     expect(error.problems).toHaveLength(2);
-    expect(error.message).toContain("server.port = 70000");
+    expect(error.message).toContain("ALMANAC_PORT = 70000");
+    expect(error.message).toContain("expected a number of at most 65535");
     expect(error.message).toContain("expected an http(s) URL");
+  });
+
+  it("reads list variables comma-separated or as JSON arrays of strings or numbers", () => {
+    for (const text of ["123, 456", "[123, 456]", '["123","456"]']) {
+      const { config } = loadConfig({ env: { ALMANAC_DISCORD_ALLOW_FROM: text }, cwd, dotenv: false });
+      expect(config.channels.discord.allowFrom).toEqual(["123", "456"]);
+    }
+  });
+
+  it("names the variable, where it was set and what is expected in plain words, never the validator's", async () => {
+    const error = expectConfigError(() =>
+      loadConfig({
+        env: { ALMANAC_DISCORD_ALLOW_FROM: '[{"id":1}]', ALMANAC_MODEL_HEADERS: "api-key: x" },
+        cwd,
+        dotenv: false,
+      }),
+    );
+    expect(error.problems).toEqual([
+      expect.stringMatching(
+        /^ALMANAC_MODEL_HEADERS = "\*\*\*" \(environment variable; config key model\.headers\): expected a JSON object/,
+      ),
+      expect.stringMatching(
+        /^ALMANAC_DISCORD_ALLOW_FROM = .* \(environment variable; config key channels\.discord\.allowFrom\): expected a list: comma-separated values/,
+      ),
+    ]);
+    expect(error.message).not.toMatch(/received|expected record|Invalid input/);
+    await writeFile(join(cwd, ".env"), "ALMANAC_PORT=eighty\n");
+    const fromFile = expectConfigError(() => loadConfig({ env: {}, cwd }));
+    expect(fromFile.message).toContain(
+      `ALMANAC_PORT = "eighty" (in ${join(cwd, ".env")}; config key server.port)`,
+    );
+  });
+
+  it("checks channel credentials' shapes at start, naming the variable", () => {
+    const error = expectConfigError(() =>
+      loadConfig({
+        env: {
+          ALMANAC_DISCORD_TOKEN: "not-a-token",
+          ALMANAC_FEISHU_APP_ID: "a1b2c3",
+          ALMANAC_FEISHU_APP_SECRET: "s",
+        },
+        cwd,
+        dotenv: false,
+      }),
+    );
+    expect(error.message).toContain('ALMANAC_DISCORD_TOKEN = "***"');
+    expect(error.message).toContain("three parts separated by dots");
+    expect(error.message).toContain('ALMANAC_FEISHU_APP_ID = "a1b2c3"');
+    expect(error.message).toContain("cli_ followed by 16 hex digits");
+    expect(error.message).not.toContain("not-a-token");
+  });
+
+  it("warns about ALMANAC_ variables no setting reads, with the closest known name", () => {
+    const { warnings } = loadConfig({
+      env: {
+        ALMANAC_MODEL_BASEURL: "http://x",
+        ALMANAC_SOMETHING_ELSE_ENTIRELY: "1",
+        ALMANAC_CONFIG: undefined,
+      },
+      cwd,
+      dotenv: false,
+    });
+    expect(warnings).toEqual([
+      expect.stringContaining(
+        "ALMANAC_MODEL_BASEURL is not a setting Almanac knows, so it is ignored; did you mean ALMANAC_MODEL_BASE_URL?",
+      ),
+      expect.not.stringContaining("did you mean"),
+    ]);
   });
 
   it("rejects unknown keys in the config file and lists the known ones", async () => {
@@ -126,6 +197,23 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ env: { ALMANAC_CONFIG: "nope.yaml" }, cwd })).toThrow(/no such file/);
     await writeFile(join(cwd, "bad.yaml"), "server: [unclosed");
     expect(() => loadConfig({ env: { ALMANAC_CONFIG: "bad.yaml" }, cwd })).toThrow(/not valid YAML/);
+  });
+
+  it("masks header values and passwords in URLs in the redacted view and the list of secrets", () => {
+    const { config } = loadConfig({
+      env: {
+        ALMANAC_MODEL_BASE_URL: "https://me:hunter2-pass@llm.example/v1",
+        ALMANAC_MODEL_HEADERS: '{"api-key":"azure-key-123"}',
+      },
+      cwd,
+      dotenv: false,
+    });
+    const text = JSON.stringify(redactConfig(config));
+    expect(text).toContain("https://me:***@llm.example/v1");
+    expect(text).toContain('"api-key":"***"');
+    expect(text).not.toContain("hunter2-pass");
+    expect(text).not.toContain("azure-key-123");
+    expect(secretValues(config)).toEqual(expect.arrayContaining(["hunter2-pass", "azure-key-123"]));
   });
 
   it("masks secrets in the redacted view", () => {

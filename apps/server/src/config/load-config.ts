@@ -18,6 +18,8 @@ export interface LoadedConfig {
   readonly file: string | undefined;
   /** Source of every key that was set explicitly (absent keys came from defaults). */
   readonly sources: ReadonlyMap<string, ConfigSource>;
+  /** Problems that do not stop the start (e.g. an `ALMANAC_*` variable no setting reads), one line each. */
+  readonly warnings: readonly string[];
 }
 
 /** Options of {@link loadConfig}. Only `apps/server` passes `process.env` in. */
@@ -105,20 +107,7 @@ function fromEnv(setting: SettingInfo, text: string): unknown {
       if (/^(false|0|no|off)$/i.test(trimmed)) return false;
       return text;
     case "list":
-      // Comma-separated in the environment; a JSON array is accepted too.
-      if (trimmed.startsWith("[")) {
-        try {
-          return JSON.parse(trimmed);
-        } catch {
-          return text;
-        }
-      }
-      return trimmed === ""
-        ? []
-        : trimmed
-            .split(",")
-            .map((part) => part.trim())
-            .filter((part) => part !== "");
+      return listFromEnv(trimmed);
     case "json":
       try {
         return JSON.parse(trimmed);
@@ -130,15 +119,124 @@ function fromEnv(setting: SettingInfo, text: string): unknown {
   }
 }
 
+/**
+ * A list from the environment: comma-separated (`a, b`), or a JSON array whose items are strings or numbers
+ * (ids are often written `[123, 456]`; numbers become their text). Anything else is passed on as the text.
+ */
+function listFromEnv(trimmed: string): unknown {
+  if (!trimmed.startsWith("[")) {
+    return trimmed
+      .split(",")
+      .map((part) => part.trim())
+      .filter((part) => part !== "");
+  }
+  try {
+    const parsed: unknown = JSON.parse(trimmed);
+    if (Array.isArray(parsed) && parsed.every((item) => typeof item === "string" || typeof item === "number"))
+      return parsed.map(String);
+  } catch {
+    // not JSON: reported as what it is
+  }
+  return trimmed;
+}
+
 function display(setting: SettingInfo | undefined, value: unknown): string {
   if (value === undefined) return "(unset)";
-  if (setting?.secret) return '"***"';
+  if (setting?.secret || setting?.secretValues) return '"***"';
+  if (typeof value === "string") return JSON.stringify(redactUrl(value));
   return JSON.stringify(value) ?? String(value);
 }
 
-function allowed(setting: SettingInfo | undefined, issue: z.core.$ZodIssue): string {
-  if (setting?.choices) return `${issue.message}; allowed: ${setting.choices.join(", ")}`;
-  return issue.message;
+/** What a setting of this kind accepts, in words a person reads in an error. */
+function expectedKind(setting: SettingInfo): string {
+  switch (setting.kind) {
+    case "number":
+      return "a number";
+    case "boolean":
+      return "true or false";
+    case "list":
+      return 'a list: comma-separated values (a,b) or a JSON array (["a","b"])';
+    case "json":
+      return `a JSON object${setting.example ? `, for example ${setting.example}` : ""}`;
+    case "enum":
+      return `one of: ${(setting.choices ?? []).join(", ")}`;
+    default:
+      return "text";
+  }
+}
+
+/** One validation problem in plain words: what is expected, not the validator's vocabulary. */
+function plainProblem(setting: SettingInfo | undefined, issue: z.core.$ZodIssue, value: unknown): string {
+  if (setting === undefined) return issue.message;
+  switch (issue.code) {
+    case "invalid_type": {
+      const item = issue.path.length > setting.path.split(".").length;
+      if (item) return `every item must be text; ${JSON.stringify(value)} is not`;
+      return `expected ${expectedKind(setting)}`;
+    }
+    case "invalid_value":
+      return `expected ${expectedKind(setting)}`;
+    case "too_small":
+      if (issue.origin === "number")
+        return `expected a number ${issue.inclusive ? "of at least" : "above"} ${String(issue.minimum)}`;
+      if (issue.origin === "string") return "must not be empty";
+      return issue.message;
+    case "too_big":
+      if (issue.origin === "number")
+        return `expected a number ${issue.inclusive ? "of at most" : "below"} ${String(issue.maximum)}`;
+      return issue.message;
+    case "invalid_format":
+      // Our own formats carry their own words ("expected an http(s) URL", token shapes); zod's are not as clear.
+      return issue.message.startsWith("expected")
+        ? issue.message
+        : `expected ${expectedKind(setting)} (${issue.message})`;
+    default:
+      return issue.message;
+  }
+}
+
+/** Edit distance of two short strings (for "did you mean"). */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i += 1) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j += 1) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      current.push(
+        Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost),
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
+}
+
+/** Variables that are not settings of the schema but that Almanac reads. */
+const OTHER_VARIABLES = new Set(["ALMANAC_CONFIG"]);
+
+/**
+ * One warning per `ALMANAC_*` variable no setting reads (a typo is otherwise silently ignored), with the
+ * closest known name when one is near.
+ */
+function unknownVariables(
+  env: Readonly<Record<string, string | undefined>>,
+  settings: readonly SettingInfo[],
+): string[] {
+  const known = new Set([...settings.map((setting) => setting.env), ...OTHER_VARIABLES]);
+  const warnings: string[] = [];
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith("ALMANAC_") || known.has(name)) continue;
+    let best: { name: string; distance: number } | undefined;
+    for (const candidate of known) {
+      const distance = editDistance(name, candidate);
+      if (best === undefined || distance < best.distance) best = { name: candidate, distance };
+    }
+    const near = best !== undefined && best.distance <= Math.max(2, Math.floor(name.length / 6));
+    warnings.push(
+      `${name} is not a setting Almanac knows, so it is ignored${near ? `; did you mean ${best?.name}?` : ""} (the settings are listed in .env.example and the README)`,
+    );
+  }
+  return warnings;
 }
 
 /**
@@ -165,24 +263,35 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
       sources.set(setting.path, "env");
     }
   }
+  /** Where a setting's value came from, in words: the variable (and which file held it) or the config key. */
+  const origin = (setting: SettingInfo): string => {
+    const source = sources.get(setting.path);
+    if (source === "env") {
+      const where = options.env[setting.env] === undefined ? `in ${dotenvPath}` : "environment variable";
+      return `${setting.env} (${where}; config key ${setting.path})`;
+    }
+    if (source === "file") return `${setting.path} (in ${file}; env ${setting.env})`;
+    return `${setting.path} (default; env ${setting.env})`;
+  };
   const result = configSchema.safeParse(input);
   if (!result.success) {
-    const byPath = new Map(settings.map((setting) => [setting.path, setting]));
     const problems = result.error.issues.map((issue) => {
       if (issue.code === "unrecognized_keys") {
         const prefix = issue.path.join(".");
         const keys = issue.keys.map((key) => (prefix === "" ? key : `${prefix}.${key}`));
-        return `${keys.join(", ")} (from ${file ?? "config"}): unknown key; known keys: ${settings
+        return `${keys.join(", ")} (in ${file ?? "config"}): unknown key; known keys: ${settings
           .filter((setting) => setting.path.startsWith(prefix))
           .map((setting) => setting.path)
           .join(", ")}`;
       }
+      // The setting the problem belongs to (a list item's path goes one level deeper than its setting's).
       const path = issue.path.join(".");
-      const setting = byPath.get(path);
-      const source = sources.get(path);
-      const origin =
-        source === "env" ? `from ${setting?.env}` : source === "file" ? `from ${file}` : "default";
-      return `${path} = ${display(setting, getPath(input, path))} (${origin}${setting && source !== "env" ? `; env ${setting.env}` : ""}): ${allowed(setting, issue)}`;
+      const setting = settings
+        .filter((candidate) => path === candidate.path || path.startsWith(`${candidate.path}.`))
+        .sort((a, b) => b.path.length - a.path.length)[0];
+      if (setting === undefined) return `${path}: ${issue.message}`;
+      const [head = "", tail = ""] = origin(setting).split(/ (?=\()/);
+      return `${head} = ${display(setting, getPath(input, setting.path))} ${tail}: ${plainProblem(setting, issue, getPath(input, path))}`;
     });
     throw new ConfigError(problems, { cause: result.error });
   }
@@ -191,6 +300,7 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
     config: { ...config, home: isAbsolute(config.home) ? config.home : resolve(options.cwd, config.home) },
     file,
     sources,
+    warnings: unknownVariables(env, settings),
   };
 }
 
@@ -228,21 +338,54 @@ export function missingModelSettings(config: AlmanacConfig): string[] {
   return missing;
 }
 
-/** The values of every secret setting that is set (API keys, tokens, app secrets): never to appear in a log. */
+/** The password (or a lone user name, often a token) inside a URL, if any. */
+function urlCredentials(value: string): string[] {
+  if (!/^https?:\/\//i.test(value)) return [];
+  try {
+    const url = new URL(value);
+    return [url.password, url.password === "" ? url.username : ""]
+      .filter((part) => part !== "")
+      .flatMap((part) => [part, decodeURIComponent(part)]);
+  } catch {
+    return [];
+  }
+}
+
+/** A URL with its credentials replaced by `***` (`https://user:***@host/…`); other text unchanged. */
+export function redactUrl(value: string): string {
+  if (urlCredentials(value).length === 0) return value;
+  const url = new URL(value);
+  if (url.password !== "") url.password = "***";
+  else url.username = "***";
+  return url.toString();
+}
+
+/**
+ * The values of every credential that is set (API keys, tokens, app secrets, header values, passwords in
+ * URLs): never to appear in a log.
+ */
 export function secretValues(config: AlmanacConfig): string[] {
   return listSettings().flatMap((setting) => {
-    const value = setting.secret
-      ? getPath(config as unknown as Record<string, unknown>, setting.path)
-      : undefined;
-    return typeof value === "string" && value !== "" ? [value] : [];
+    const value = getPath(config as unknown as Record<string, unknown>, setting.path);
+    if (setting.secret) return typeof value === "string" && value !== "" ? [value] : [];
+    if (setting.secretValues && typeof value === "object" && value !== null)
+      return Object.values(value).filter(
+        (entry): entry is string => typeof entry === "string" && entry !== "",
+      );
+    return typeof value === "string" ? urlCredentials(value) : [];
   });
 }
 
-/** The configuration with every secret replaced by `***` (for logs and the admin API). */
+/** The configuration with every credential replaced by `***` (for logs and the admin API): see {@link secretValues}. */
 export function redactConfig(config: AlmanacConfig): Record<string, unknown> {
   const copy = structuredClone(config) as Record<string, unknown>;
   for (const setting of listSettings()) {
-    if (setting.secret && getPath(copy, setting.path) !== undefined) setPath(copy, setting.path, "***");
+    const value = getPath(copy, setting.path);
+    if (value === undefined) continue;
+    if (setting.secret) setPath(copy, setting.path, "***");
+    else if (setting.secretValues && typeof value === "object" && value !== null)
+      setPath(copy, setting.path, Object.fromEntries(Object.keys(value).map((key) => [key, "***"])));
+    else if (typeof value === "string") setPath(copy, setting.path, redactUrl(value));
   }
   return copy;
 }

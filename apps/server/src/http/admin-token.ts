@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { writeFileDurably } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE, writeFileDurably } from "@almanac/core";
 
 /** The admin token in force and whether it was generated just now (then it is printed once). */
 export interface AdminToken {
@@ -26,7 +26,7 @@ export async function ensureAdminToken(home: string, configured: string | undefi
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }
-  await mkdir(home, { recursive: true });
+  await mkdir(home, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
   const token = `alm_${randomBytes(24).toString("base64url")}`;
   await writeFileDurably(file, `${token}\n`, { mode: 0o600 });
   return { token, source: "generated", file };

@@ -42,6 +42,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = {
   "summarizer.job_not_parked": 409,
   "storage.full": 507,
   "storage.read_only": 507,
+  "storage.missing": 503,
 };
 
 /** OpenAI-style error body, used by /v1 and /api alike so every client can parse it. */
@@ -115,13 +116,18 @@ export interface HttpErrorOptions {
 interface ErrorReply {
   readonly status: number;
   readonly body: ErrorBody;
-  /** The error goes to the log (server faults only). */
-  readonly log: boolean;
+  /** The error goes to the log (server faults only): with its stack, or as one warning line. */
+  readonly log: boolean | "line";
 }
 
 function classify(thrown: FastifyError | Error, options: HttpErrorOptions): ErrorReply {
   const error = options.storageError?.(thrown) ?? thrown;
-  const reply = (status: number, code: string, message: string, log = false): ErrorReply => ({
+  const reply = (
+    status: number,
+    code: string,
+    message: string,
+    log: boolean | "line" = false,
+  ): ErrorReply => ({
     status,
     body: errorBody(code, message, typeFor(status)),
     log,
@@ -135,7 +141,8 @@ function classify(thrown: FastifyError | Error, options: HttpErrorOptions): Erro
     const fallback = error.category === "user" ? 400 : error.category === "provider" ? 502 : 500;
     const status = HTTP_STATUS_BY_CODE[error.code] ?? fallback;
     const message = error.category === "internal" ? "Internal error; see the server log." : error.message;
-    return reply(status, error.code, message, status >= 500);
+    // A storage failure is the operator's to fix and says how: one line, not a stack per request.
+    return reply(status, error.code, message, error.code.startsWith("storage.") ? "line" : status >= 500);
   }
   const fastifyError = error as FastifyError;
   const known = fastifyError.code === undefined ? undefined : FASTIFY_ERRORS[fastifyError.code];
@@ -160,7 +167,8 @@ export function createHttpErrorHandler(
 ): (error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => FastifyReply {
   return (error, request, reply) => {
     const answer = classify(error, options);
-    if (answer.log) request.log.error({ err: error }, "request failed");
+    if (answer.log === "line") request.log.warn({ code: answer.body.error.code }, answer.body.error.message);
+    else if (answer.log) request.log.error({ err: error }, "request failed");
     return reply.status(answer.status).send(answer.body);
   };
 }
@@ -191,6 +199,25 @@ export function handleClientError(error: NodeJS.ErrnoException, socket: Socket):
  * Installs the error handler and the not-found handler. Unknown paths are guarded like any route
  * (`notFoundGuard`, the auth hook): without the token they get 401, not a 404 that confirms what exists.
  */
+/** Longest path segment (a session key, a file name) any route takes; fastify's router gets the same limit. */
+export const MAX_PATH_SEGMENT_CHARS = 2048;
+
+/**
+ * `414 request.uri_too_long` for a path with a segment over {@link MAX_PATH_SEGMENT_CHARS}, whatever the method
+ * and whichever route would match: the router alone refused only some (a wildcard or the console's fallback
+ * took the rest, and echoed them).
+ */
+export function installPathLimit(app: FastifyInstance): void {
+  app.addHook("onRequest", async (request, reply) => {
+    const path = request.url.split("?")[0] ?? "";
+    if (path.length <= MAX_PATH_SEGMENT_CHARS) return;
+    if (!path.split("/").some((segment) => segment.length > MAX_PATH_SEGMENT_CHARS)) return;
+    return reply
+      .status(414)
+      .send(errorBody("request.uri_too_long", "A path parameter is too long.", "invalid_request_error"));
+  });
+}
+
 export function installErrorHandler(
   app: FastifyInstance,
   options: HttpErrorOptions & {
@@ -200,7 +227,9 @@ export function installErrorHandler(
   app.setErrorHandler(createHttpErrorHandler(options));
   const notFound = async (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split("?")[0] ?? "";
-    return reply.status(404).send(errorBody("route.not_found", `No route ${request.method} ${path}`));
+    // Named so a person sees what was asked, but never echoed at length.
+    const shown = path.length > 120 ? `${path.slice(0, 120)}… (${path.length} characters)` : path;
+    return reply.status(404).send(errorBody("route.not_found", `No route ${request.method} ${shown}`));
   };
   app.setNotFoundHandler(options.notFoundGuard ? { preHandler: options.notFoundGuard } : {}, notFound);
 }

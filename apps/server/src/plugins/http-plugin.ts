@@ -1,9 +1,10 @@
 import { createRequire } from "node:module";
+import helmet from "@fastify/helmet";
 import type * as Swagger from "@fastify/swagger";
 import type { FastifyInstance, RouteOptions } from "fastify";
 import fp from "fastify-plugin";
 import { installBearerAuth, type RouteEntry } from "../http/auth.js";
-import { errorBody, installErrorHandler } from "../http/http-errors.js";
+import { errorBody, installErrorHandler, installPathLimit } from "../http/http-errors.js";
 import { PLUGIN } from "./plugin-names.js";
 
 declare module "fastify" {
@@ -12,6 +13,35 @@ declare module "fastify" {
     routeTable(): readonly RouteEntry[];
   }
 }
+
+/**
+ * Security headers on every response. The console holds the admin token in the page, so it may only run its
+ * own scripts (no inline script, no eval) and may not be framed; nothing is sent to other sites as a referrer.
+ * HSTS and upgrade-insecure-requests are left to whoever terminates TLS: Almanac is often reached over plain
+ * HTTP on a LAN, where they would break it.
+ */
+const SECURITY_HEADERS = {
+  contentSecurityPolicy: {
+    useDefaults: false,
+    directives: {
+      defaultSrc: ["'self'"],
+      scriptSrc: ["'self'"],
+      // Preact sets `style` attributes (bars, chart sizes); no style sheet comes from elsewhere.
+      styleSrc: ["'self'", "'unsafe-inline'"],
+      imgSrc: ["'self'", "data:", "blob:"],
+      connectSrc: ["'self'"],
+      fontSrc: ["'self'"],
+      objectSrc: ["'none'"],
+      baseUri: ["'none'"],
+      formAction: ["'self'"],
+      frameAncestors: ["'none'"],
+    },
+  },
+  referrerPolicy: { policy: "no-referrer" as const },
+  frameguard: { action: "deny" as const },
+  strictTransportSecurity: false,
+  crossOriginEmbedderPolicy: false,
+} as const;
 
 /** Routes polled by machines, logged at debug. */
 const QUIET_ROUTES: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/metrics"]);
@@ -27,9 +57,11 @@ export const httpPlugin = fp(
       isShuttingDown: () => app.shutdown.isShuttingDown(),
       storageError: (error: unknown) => app.storage.classify(error),
     };
+    await app.register(helmet, SECURITY_HEADERS);
     const auth = installBearerAuth(app, { token: app.adminToken });
     app.decorate("routeTable", auth.routes);
     installErrorHandler(app, { ...errorOptions, notFoundGuard: auth.requireToken });
+    installPathLimit(app);
     // Empty JSON bodies (DELETE/POST without a body but with the header) are accepted as "no body";
     // everything else goes through fastify's default parser (with prototype-poisoning protection).
     const defaultJsonParser = app.getDefaultJsonParser("error", "error");

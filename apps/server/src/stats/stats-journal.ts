@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { appendFileSync, closeSync } from "node:fs";
 import { mkdir, readdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { type Logger, openFd, writeWhole } from "@almanac/core";
+import { type Logger, openFd, PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, writeWhole } from "@almanac/core";
 import { localDateOf } from "@almanac/memory-files";
 import { z } from "zod";
 import { readTextIfExists } from "../sessions/file-helpers.js";
@@ -160,7 +160,7 @@ export function lastLocalDates(days: number, now: number, timeZone: string): str
  * `appendFile` took two more trips through the pool, each queued behind the sessions' fsyncs, and a FileHandle.
  */
 async function appendToNewFile(file: string, text: string): Promise<void> {
-  const fd = await openFd(file, "a", 0o666);
+  const fd = await openFd(file, "a", PRIVATE_FILE_MODE);
   try {
     await writeWhole(fd, text);
   } finally {
@@ -219,10 +219,11 @@ export function createStatsJournal(options: StatsJournalOptions): StatsJournal {
       try {
         const folder = dirname(file);
         if (!madeFolders.has(folder)) {
-          await mkdir(folder, { recursive: true });
+          await mkdir(folder, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
           madeFolders.add(folder);
         }
-        if (writtenFiles.has(file)) appendFileSync(file, lines.join(""), "utf8");
+        if (writtenFiles.has(file))
+          appendFileSync(file, lines.join(""), { encoding: "utf8", mode: PRIVATE_FILE_MODE });
         else {
           await appendToNewFile(file, lines.join(""));
           if (writtenFiles.size >= 10_000) writtenFiles.clear();

@@ -8,7 +8,7 @@
 const DISCORD_EPOCH = 1_420_070_400_000n;
 
 /** The default bot token of the fake; REST and IDENTIFY with any other token are refused. */
-export const FAKE_DISCORD_TOKEN = "fake-discord-bot-token";
+export const FAKE_DISCORD_TOKEN = "MTYwMDAwMDAwMDAwMDAwMDAwMQ.GfAkEx.fake-discord-bot-token-0123456789";
 
 /** A user of the fake world, as tests refer to it. */
 export interface FakeDiscordUser {
