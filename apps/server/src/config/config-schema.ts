@@ -46,7 +46,7 @@ function accessSettings(prefix: string, label: string) {
     allowFrom: setting(idList(), {
       env: `${prefix}_ALLOW_FROM`,
       description: `${label} user ids allowed to talk to the bot (comma-separated). Applies to DMs and, when set, to groups too.`,
-      example: "1234567890",
+      example: "1234567890,2345678901",
     }),
     groupPolicy: setting(z.enum(["open", "allowlist", "disabled"]).default("allowlist"), {
       env: `${prefix}_GROUP_POLICY`,
@@ -55,7 +55,7 @@ function accessSettings(prefix: string, label: string) {
     groups: setting(idList(), {
       env: `${prefix}_GROUPS`,
       description: `${label} group/channel ids the bot answers in (comma-separated).`,
-      example: "987654321",
+      example: "987654321,876543210",
     }),
     requireMention: setting(z.boolean().default(true), {
       env: `${prefix}_REQUIRE_MENTION`,
@@ -64,12 +64,12 @@ function accessSettings(prefix: string, label: string) {
     noMentionGroups: setting(idList(), {
       env: `${prefix}_NO_MENTION_GROUPS`,
       description: `${label} group ids where the bot answers without being mentioned (overrides ${prefix}_REQUIRE_MENTION).`,
-      example: "987654321",
+      example: "987654321,876543210",
     }),
     trustedGroups: setting(idList(), {
       env: `${prefix}_TRUSTED_GROUPS`,
       description: `${label} group ids trusted with the owner's private memory (MEMORY.md, daily logs, file tools), like a DM from ${prefix}_ALLOW_FROM. Other groups get only their own log (docs/memory-files.md).`,
-      example: "987654321",
+      example: "987654321,876543210",
     }),
   };
 }
