@@ -74,14 +74,58 @@ export async function api(path: string, init: { method?: string; body?: unknown 
   return response.json();
 }
 
-/** `/api/sessions/{key}` with the key encoded as one path segment. */
-export function sessionPath(key: string): string {
-  return `/api/sessions/${encodeURIComponent(key)}`;
+/** The code of a path the console refuses to put into an API URL (it would leave the route it is meant for). */
+export const PATH_REFUSED = "console.path_refused";
+
+/** Path segments that never name a thing: they move up, stay, or double a slash. */
+const DOT_OR_EMPTY = new Set(["", ".", ".."]);
+
+/**
+ * One path segment of an API URL, percent-encoded. `encodeURIComponent` keeps `.` as it is, and the browser
+ * resolves `.` and `..` segments before sending (`/api/memory/files/../../info` is `GET /api/info`), so those,
+ * and an empty segment, are refused.
+ */
+function pathSegment(value: string, what: string): string {
+  if (DOT_OR_EMPTY.has(value)) throw new ApiError(0, PATH_REFUSED, `“${value}” is not ${what}.`);
+  return encodeURIComponent(value);
 }
 
-/** `/api/memory/files/{path}` keeping the `/` of nested memory paths. */
+/** `prefix` + `rest`, checked once more as the browser will resolve it: still under `prefix`. */
+function under(prefix: string, rest: string, what: string): string {
+  const url = `${prefix}${rest}`;
+  if (!new URL(url, location.origin).pathname.startsWith(prefix))
+    throw new ApiError(0, PATH_REFUSED, `“${rest}” is not ${what}.`);
+  return url;
+}
+
+/** `/api/sessions/{key}` with the key encoded as one path segment. */
+export function sessionPath(key: string): string {
+  return under("/api/sessions/", pathSegment(key, "a session key"), "a session key");
+}
+
+/** `/api/summarizer/jobs/{id}/retry`. */
+export function jobRetryPath(id: string): string {
+  return under("/api/summarizer/jobs/", `${pathSegment(id, "a job id")}/retry`, "a job id");
+}
+
+/** Separators a memory path must not carry in any spelling: `\` and the percent-encoded `/` and `\`. */
+const HIDDEN_SEPARATOR = /\\|%2f|%5c/i;
+// Control characters never appear in a memory file's name; a link carrying one is not a memory path.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/**
+ * `/api/memory/files/{path}`, each `/`-separated part encoded on its own. A path that could reach anything
+ * but a memory file (`..` or `.` parts, an absolute path, `\`, encoded separators, control characters) is
+ * refused with {@link PATH_REFUSED} before any request: the path may come from a link (`/memory?file=…`).
+ * Which files are memory files is the server's rule; this only keeps the URL inside the memory API.
+ */
 export function memoryFilePath(path: string): string {
-  return `/api/memory/files/${path.split("/").map(encodeURIComponent).join("/")}`;
+  const what = "a memory file path";
+  const refused = path.startsWith("/") || HIDDEN_SEPARATOR.test(path) || CONTROL.test(path);
+  if (refused || path.split("/").some((part) => DOT_OR_EMPTY.has(part)))
+    throw new ApiError(0, PATH_REFUSED, `“${path}” is not ${what}.`);
+  return under("/api/memory/files/", path.split("/").map(encodeURIComponent).join("/"), what);
 }
 
 /** The end of a streamed console turn. */

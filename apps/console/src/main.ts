@@ -33,7 +33,50 @@ function Page(props: { path: string; query: URLSearchParams }) {
   if (path === "/system") return html`<${SystemPage} />`;
   if (path === "/charts") return html`<${ChartsPage} />`;
   if (path === "/setup") return html`<${SetupPage} />`;
-  return html`<${ChatPage} />`;
+  return html`<${ChatPage} conversation=${query.get("conversation") || undefined} />`;
+}
+
+/**
+ * The top bar: the pages, and Log out. On a phone the pages fold behind a Menu button (a row of links does
+ * not fit 390 px); choosing one, or Escape, folds them again.
+ */
+function TopBar(props: { active: string; needsSetup: boolean; onLogout: () => void }) {
+  const [open, setOpen] = useState(false);
+  useEffect(() => {
+    if (!open) return;
+    const onKey = (event: KeyboardEvent) => event.key === "Escape" && setOpen(false);
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [open]);
+  const items = props.needsSetup ? [{ href: "/setup", label: "Setup" }, ...NAV] : NAV;
+  return html`
+    <header class="top">
+      <span class="brand">Almanac</span>
+      <button
+        type="button"
+        class="secondary menu-toggle"
+        aria-label="Menu"
+        aria-expanded=${open}
+        aria-controls="pages"
+        onClick=${() => setOpen(!open)}
+      >
+        <span aria-hidden="true">☰</span>
+      </button>
+      <nav id="pages" class=${open ? "open" : ""} aria-label="Pages">
+        ${items.map(
+          (item) =>
+            html`<${Link}
+              href=${item.href}
+              class=${item.href === props.active ? "active" : ""}
+              current=${item.href === props.active}
+              onNavigate=${() => setOpen(false)}
+              >${item.label}<//
+            >`,
+        )}
+      </nav>
+      <button class="link logout" onClick=${props.onLogout}>Log out</button>
+    </header>
+  `;
 }
 
 function App() {
@@ -60,17 +103,8 @@ function App() {
     setAuthed(false);
   };
   return html`
-    <header class="top">
-      <span class="brand">Almanac</span>
-      <nav aria-label="Pages">
-        ${(needsSetup ? [{ href: "/setup", label: "Setup" }, ...NAV] : NAV).map(
-          (item) =>
-            html`<${Link} href=${item.href} class=${item.href === active ? "active" : ""}>${item.label}<//>`,
-        )}
-      </nav>
-      <button class="link logout" onClick=${logout}>Log out</button>
-    </header>
-    <main><${Page} path=${path} query=${query} /></main>
+    <${TopBar} active=${active} needsSetup=${needsSetup} onLogout=${logout} />
+    <main class=${active === "/chat" ? "wide" : ""}><${Page} path=${path} query=${query} /></main>
   `;
 }
 

@@ -29,11 +29,35 @@ export function formatTime(value: unknown): string {
   return new Date(ms).toLocaleString();
 }
 
+/** A timestamp as an ISO string for a `<time datetime>`, or undefined. */
+export function isoTime(value: unknown): string | undefined {
+  const ms = num(value);
+  return ms === undefined ? undefined : new Date(ms).toISOString();
+}
+
+/** A message's time as a chat shows it: the time of day today, with the date on other days. */
+export function formatClock(value: unknown, now = Date.now()): string {
+  const ms = num(value);
+  if (ms === undefined) return "";
+  const date = new Date(ms);
+  const today = new Date(now);
+  const time = date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  if (date.toDateString() === today.toDateString()) return time;
+  const sameYear = date.getFullYear() === today.getFullYear();
+  const day = date.toLocaleDateString([], {
+    month: "short",
+    day: "numeric",
+    ...(sameYear ? {} : { year: "numeric" }),
+  });
+  return `${day}, ${time}`;
+}
+
 /** How long ago a timestamp was, in words that fit a table cell. */
 export function formatAgo(value: unknown, now = Date.now()): string {
   const ms = num(value);
   if (ms === undefined) return "—";
   const seconds = Math.max(0, Math.round((now - ms) / 1000));
+  if (seconds < 10) return "just now";
   if (seconds < 60) return `${seconds}s ago`;
   if (seconds < 3600) return `${Math.floor(seconds / 60)}m ago`;
   if (seconds < 86_400) return `${Math.floor(seconds / 3600)}h ago`;
@@ -56,4 +80,41 @@ export function messageText(content: unknown): string {
     })
     .filter((text) => text !== "")
     .join("\n");
+}
+
+/** The mark the server gives a reply that was stopped before it was complete. */
+export const STOPPED_MARK = "stopped";
+
+/**
+ * A stopped reply's text without the `[stopped]` line the server ends it with (for the model's sake); the
+ * console shows a badge instead.
+ */
+export function withoutStopMark(text: string): string {
+  return text.replace(/\n*\[stopped\]\s*$/, "");
+}
+
+/** A stored message as the console shows it. */
+export interface ShownMessage {
+  readonly role: string;
+  /** Its text (see {@link messageText}), a stopped reply's `[stopped]` line left out. */
+  readonly text: string;
+  /** Milliseconds since the epoch, when the message says. */
+  readonly at: number | undefined;
+  readonly marks: readonly string[];
+  readonly stopped: boolean;
+}
+
+/** Reads one message of `GET /api/sessions/{key}` (untrusted JSON). */
+export function readMessage(value: unknown): ShownMessage {
+  const record = asRecord(value);
+  const marks = asArray(record.marks).map((mark) => str(mark));
+  const stopped = marks.includes(STOPPED_MARK);
+  const text = messageText(record.content);
+  return {
+    role: str(record.role),
+    text: stopped ? withoutStopMark(text) : text,
+    at: num(record.timestamp),
+    marks,
+    stopped,
+  };
 }

@@ -4,10 +4,14 @@ import { useEffect, useState } from "preact/hooks";
 
 const NAVIGATE_EVENT = "almanac:navigate";
 
-/** Goes to a console path without reloading (the server answers every console path with the app). */
-export function navigate(path: string): void {
+/**
+ * Goes to a console path without reloading (the server answers every console path with the app). `replace`
+ * changes the current history entry instead of adding one (a path filled in, not a place visited).
+ */
+export function navigate(path: string, options: { replace?: boolean } = {}): void {
   if (path === `${location.pathname}${location.search}`) return;
-  history.pushState(null, "", path);
+  if (options.replace) history.replaceState(null, "", path);
+  else history.pushState(null, "", path);
   window.dispatchEvent(new Event(NAVIGATE_EVENT));
 }
 
@@ -27,12 +31,28 @@ export function useLocation(): { path: string; query: URLSearchParams } {
   return { path: url.pathname, query: url.searchParams };
 }
 
-/** An in-app link: a real `<a href>` (so it can open in a new tab) that navigates without a reload. */
-export function Link(props: { href: string; class?: string; children?: ComponentChildren }) {
+/**
+ * An in-app link: a real `<a href>` (so it can open in a new tab) that navigates without a reload. `current`
+ * marks the link to the page on screen (`aria-current`); `onNavigate` runs when it navigates in the app.
+ */
+export function Link(props: {
+  href: string;
+  class?: string;
+  current?: boolean;
+  onNavigate?: () => void;
+  children?: ComponentChildren;
+}) {
   const onClick = (event: MouseEvent) => {
     if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
     event.preventDefault();
     navigate(props.href);
+    props.onNavigate?.();
   };
-  return html`<a href=${props.href} class=${props.class} onClick=${onClick}>${props.children}</a>`;
+  return html`<a
+    href=${props.href}
+    class=${props.class}
+    aria-current=${props.current ? "page" : undefined}
+    onClick=${onClick}
+    >${props.children}</a
+  >`;
 }

@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Browser, chromium } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 
 /** The repository root. */
 export const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
@@ -11,6 +11,15 @@ const CONSOLE_DIR = join(REPO_ROOT, "apps/console");
 export const ARTIFACT_DIR = join(REPO_ROOT, "test-artifacts/console");
 /** Screenshots used by `docs/console.md`, refreshed with `UPDATE_DOC_SCREENSHOTS=1`. */
 export const DOC_SCREENSHOT_DIR = join(REPO_ROOT, "docs/screenshots");
+
+/**
+ * The Content-Security-Policy the server is to send with the console. The console must work under it: no
+ * inline script, no eval or `new Function`, no `javascript:` URLs, nothing loaded from another origin.
+ */
+export const CONSOLE_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " +
+  "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; " +
+  "frame-ancestors 'none'";
 
 const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
@@ -59,4 +68,21 @@ export async function launchChromium(): Promise<Browser> {
       "--no-first-run",
     ],
   });
+}
+
+/** Opens the console at `path` and logs in with `token`; resolves once the app shows its navigation. */
+export async function logIn(page: Page, baseUrl: string, token: string, path = "/chat"): Promise<void> {
+  await page.goto(`${baseUrl}${path}`);
+  await page.fill("#token", token);
+  await page.click("button[type=submit]");
+  await page.locator("header.top nav").waitFor({ state: "attached" });
+}
+
+/**
+ * Opens a console conversation by its id, as a link to it does (`/chat?conversation=…`); the token stays in
+ * the tab's sessionStorage across the load. The composer is enabled once its history has loaded.
+ */
+export async function openConversation(page: Page, baseUrl: string, id: string): Promise<void> {
+  await page.goto(`${baseUrl}/chat?conversation=${encodeURIComponent(id)}`);
+  await page.locator("textarea[name=message]:enabled").waitFor();
 }

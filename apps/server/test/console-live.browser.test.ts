@@ -3,7 +3,13 @@ import { join } from "node:path";
 import { script } from "@almanac/testkit";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ARTIFACT_DIR, DOC_SCREENSHOT_DIR, ensureConsoleBuilt, launchChromium } from "./browser-console.js";
+import {
+  ARTIFACT_DIR,
+  DOC_SCREENSHOT_DIR,
+  ensureConsoleBuilt,
+  launchChromium,
+  openConversation,
+} from "./browser-console.js";
 import { startTestServer, TEST_TOKEN, type TestServer } from "./test-server.js";
 
 const REPLY = "The harbour master logs every arrival, the tide table and the pilot on duty for each ship.";
@@ -49,8 +55,7 @@ describe("live console in a real browser", () => {
     });
 
     await logIn(chatter, "/chat");
-    await chatter.fill("#conversation", "harbour");
-    await chatter.click(".conversation-bar button[type=submit]");
+    await openConversation(chatter, running.server.url, "harbour");
     await chatter.fill("textarea[name=message]", "Who keeps the harbour log?");
     await chatter.keyboard.press("Enter");
 

@@ -4,7 +4,13 @@ import { join } from "node:path";
 import { lastUserText, script } from "@almanac/testkit";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ARTIFACT_DIR, DOC_SCREENSHOT_DIR, ensureConsoleBuilt, launchChromium } from "./browser-console.js";
+import {
+  ARTIFACT_DIR,
+  DOC_SCREENSHOT_DIR,
+  ensureConsoleBuilt,
+  launchChromium,
+  openConversation as openConversationAt,
+} from "./browser-console.js";
 import { startTestServer, TEST_TOKEN, type TestServer } from "./test-server.js";
 
 /** A reply that tries every way a model's output could run code in the console. */
@@ -107,9 +113,7 @@ describe("console: Markdown, Stop and charts in a real browser", () => {
   }
 
   async function openConversation(id: string): Promise<void> {
-    await page.getByRole("link", { name: "Chat" }).click();
-    await page.fill("#conversation", id);
-    await page.click(".conversation-bar button[type=submit]");
+    await openConversationAt(page, running.server.url, id);
   }
 
   async function send(text: string): Promise<void> {
@@ -196,6 +200,11 @@ describe("console: Markdown, Stop and charts in a real browser", () => {
     await expect(bubble.locator("ol > li").count()).resolves.toBe(2);
     await expect(bubble.locator("pre[data-lang=bash] code.hljs").count()).resolves.toBe(1);
     await expect(bubble.locator("blockquote").count()).resolves.toBe(1);
+    // Listed under its title once its first turn is stored.
+    await page
+      .getByRole("navigation", { name: "Conversations" })
+      .getByRole("link", { name: /^showcase/ })
+      .waitFor();
     await screenshot("chat-markdown", true);
     await page.getByRole("link", { name: "Sessions" }).click();
     await page.getByRole("link", { name: "web:default:web:docs" }).click();

@@ -154,8 +154,8 @@ describe("web console in a real browser", () => {
       },
       { times: 1 },
     );
-    await page.fill("#conversation", "tides");
-    await page.click(".conversation-bar button[type=submit]");
+    // A link to the conversation opens it (the sidebar's entries are such links).
+    await page.goto(`${running.server.url}/chat?conversation=tides`);
     // Record, inside the page, every state of the assistant's bubble (text, still streaming or not), so the test
     // proves the reply grew in several steps without racing the short time it is on screen from outside.
     await page.evaluate(() => {
@@ -165,7 +165,7 @@ describe("web console in a real browser", () => {
         const bubble = document.querySelector(".bubble.assistant:last-child");
         if (bubble === null) return;
         const state = {
-          text: bubble.textContent?.trim() ?? "",
+          text: bubble.querySelector(".bubble-text")?.textContent?.trim() ?? "",
           streaming: bubble.classList.contains("streaming"),
         };
         const last = seen.at(-1);
@@ -196,7 +196,7 @@ describe("web console in a real browser", () => {
       expect(state.text.length).toBeGreaterThan(partial[index - 1]?.text.length ?? 0);
     }
     expect(partial.at(-1)?.text.length).toBeLessThanOrEqual(REPLY.length);
-    await screenshot("chat", true);
+    await screenshot("chat-streamed");
   });
 
   it("lists the session and opens it with its messages and context bar", async () => {
@@ -266,26 +266,33 @@ describe("web console in a real browser", () => {
     await page.getByRole("heading", { name: "Channels" }).waitFor();
     await page.getByRole("heading", { name: "Summarizer queue" }).waitFor();
     await page.getByRole("heading", { name: "Memory index" }).waitFor();
-    await page.getByText("scripted-model", { exact: true }).waitFor();
+    await page.getByText("scripted-model", { exact: true }).first().waitFor();
+    await page.getByText("Last sync", { exact: true }).waitFor();
+    await screenshot("system", true);
     await page.getByText("Configuration (secrets shown as ***)").click();
-    const config = await page.locator("pre.config").textContent();
+    const config = await page.locator(".config").textContent();
+    expect(config).toContain("***");
     expect(config).not.toContain("sk-test-model-key-must-not-leak");
     expect(config).not.toContain(TEST_TOKEN);
-    await screenshot("system", true);
   });
 
   it("fits a phone-sized screen and returns to login after a 401", async () => {
     await page.setViewportSize({ width: 390, height: 844 });
+    // On a phone the pages are behind the menu button; the chat reopens the last conversation.
+    const menu = page.getByRole("button", { name: "Menu" });
+    await menu.click();
     await page.getByRole("link", { name: "Chat" }).click();
     await page.locator(".bubble.assistant", { hasText: REPLY }).waitFor();
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     expect(overflow).toBeLessThanOrEqual(0);
-    await screenshot("phone-chat", true);
+    await screenshot("phone-chat-tides");
+    await menu.click();
     await page.getByRole("link", { name: "Sessions" }).click();
     await page.getByRole("link", { name: "web:default:web:tides" }).waitFor();
     await screenshot("phone-sessions");
     // A token that stops working (rotated on the server) sends the console back to the login page.
     await page.evaluate(() => sessionStorage.setItem("almanac.adminToken", "rotated"));
+    await menu.click();
     await page.getByRole("link", { name: "System" }).click();
     await page.locator("#token").waitFor();
   });

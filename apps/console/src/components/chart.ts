@@ -37,14 +37,23 @@ function loadDraw(): Promise<Draw> {
 }
 
 /**
- * A chart (uPlot, canvas) with a title; says so in words when there is no data yet. The figure carries the
- * number of points it plots (`data-points`), so a reader (or a test) can tell an empty chart from a drawn one.
+ * True when some series has a value other than 0: days listed with nothing on them (every day of a range is
+ * listed) draw a flat line that says less than "No data yet".
+ */
+function hasData(spec: ChartSpec): boolean {
+  return spec.x.length > 0 && spec.series.some((series) => series.values.some((value) => !!value));
+}
+
+/**
+ * A chart (uPlot, canvas) with a title; "No data yet" (and why, from `empty`) while nothing was recorded. The
+ * figure carries the number of points it plots (`data-points`, 0 when empty), so a reader (or a test) can tell
+ * an empty chart from a drawn one.
  */
 export function Chart(props: { title: string; spec: ChartSpec; empty?: string; caption?: string }) {
   const { spec } = props;
   const target = useRef<HTMLDivElement>(null);
   const [error, setError] = useState<string>();
-  const points = spec.x.length;
+  const points = hasData(spec) ? spec.x.length : 0;
   useEffect(() => {
     const element = target.current;
     if (!element || points === 0) return;
@@ -81,7 +90,7 @@ export function Chart(props: { title: string; spec: ChartSpec; empty?: string; c
       <figcaption><h3>${props.title}</h3></figcaption>
       ${
         points === 0
-          ? html`<p class="muted">${props.empty ?? "No data yet."}</p>`
+          ? html`<p class="chart-empty muted"><strong>No data yet.</strong>${props.empty ? ` ${props.empty}` : ""}</p>`
           : html`<div class="chart-canvas" ref=${target}></div>`
       }
       ${error ? html`<p class="error" role="alert">Could not draw the chart: ${error}</p>` : null}

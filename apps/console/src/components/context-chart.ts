@@ -38,7 +38,7 @@ export function ContextChart(props: { history: unknown }) {
   return html`<${Chart}
     title="Context per turn"
     spec=${spec}
-    empty="No turns recorded yet: the chart starts with the next reply."
+    empty="The chart starts with the next reply."
     caption=${caption}
   />`;
 }

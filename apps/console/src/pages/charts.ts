@@ -98,28 +98,29 @@ export function ChartsPage() {
           <${Chart}
             title="Tokens per day, by model"
             spec=${tokenChart}
-            empty="No model calls yet."
+            empty="No model calls in these days."
             caption=${`${tokenTotal.toLocaleString()} tokens (prompt + completion) in ${days} days: chat, compaction and summarizer calls.`}
           />
         </div>
         <div class="card">
           <${ErrorBox} error=${summarizer.error} />
-          ${
-            asRecord(summarizer.data).enabled === false
-              ? html`<h3>Summarizer jobs per day</h3><p class="muted">Disabled: no model is configured.</p>`
-              : html`<${Chart}
-                  title="Summarizer jobs per day"
-                  spec=${summarizerChart}
-                  caption="Done counts the jobs the queue still lists (its last 100 done jobs); parked: jobs waiting for a retry, on the day they failed."
-                />`
-          }
+          <${Chart}
+            title="Summarizer jobs per day"
+            spec=${summarizerChart}
+            empty=${
+              asRecord(summarizer.data).enabled === false
+                ? "The summarizer is disabled: no model is configured."
+                : "No summarizer job in these days."
+            }
+            caption="Done counts the jobs the queue still lists (its last 100 done jobs); parked: jobs waiting for a retry, on the day they failed."
+          />
         </div>
         <div class="card">
           <${ErrorBox} error=${memory.error} />
           <${Chart}
             title="Memory files and chunks"
             spec=${memoryChart}
-            empty="No sample yet: the server samples the index every hour."
+            empty="The server samples the index every hour; an empty index has nothing to chart."
             caption="One sample per day, recorded by the server while it runs (files on the right axis)."
           />
         </div>

@@ -50,7 +50,17 @@ export function MemoryPage(props: { file?: string }) {
     let current = true;
     setLoadError(undefined);
     setSave({ kind: "idle" });
-    api(memoryFilePath(selected)).then(
+    // The file comes from the URL (`?file=`), so from any link: a path that would leave the memory API is
+    // refused here, before any request, and nothing of the previous file stays on screen.
+    let url: string;
+    try {
+      url = memoryFilePath(selected);
+    } catch (error) {
+      setOpen(undefined);
+      setLoadError(error);
+      return;
+    }
+    api(url).then(
       (body) => {
         if (!current) return;
         const file = asRecord(body);
@@ -63,7 +73,10 @@ export function MemoryPage(props: { file?: string }) {
         if (error instanceof ApiError && error.code === "memory.not_found") {
           setOpen({ path: selected, hash: null, saved: "" });
           setText("");
-        } else setLoadError(error);
+        } else {
+          setOpen(undefined);
+          setLoadError(error);
+        }
       },
     );
     return () => {
@@ -189,7 +202,7 @@ export function MemoryPage(props: { file?: string }) {
                 }
                 ${save.kind === "failed" ? html`<${ErrorBox} error=${save.error} />` : null}
               `
-              : selected === undefined
+              : selected === undefined || loadError !== undefined
                 ? null
                 : html`<p class="muted">Loading…</p>`
           }

@@ -1,9 +1,10 @@
 import { html } from "htm/preact";
 import { useState } from "preact/hooks";
 import { api, sessionPath } from "../api.js";
+import { StoppedBadge } from "../components/chat-bubble.js";
 import { ContextChart } from "../components/context-chart.js";
 import { Markdown } from "../components/markdown.js";
-import { asArray, asRecord, formatTime, messageText, num, str } from "../read.js";
+import { asArray, asRecord, formatTime, isoTime, num, readMessage, STOPPED_MARK, str } from "../read.js";
 import { Link } from "../router.js";
 import { ErrorBox, useLoad } from "../ui.js";
 
@@ -48,12 +49,13 @@ export function SessionDetailPage(props: { sessionKey: string }) {
   const data = detail.data;
   const stats = asRecord(data?.stats);
   const summary = asRecord(data?.summary);
-  const messages = asArray(data?.messages).map(asRecord);
+  const messages = asArray(data?.messages).map(readMessage);
   const compaction = asRecord(data?.compaction);
   return html`
     <section class="session-detail">
       <p class="crumbs"><${Link} href="/sessions">← Sessions<//></p>
       <h1 class="key">${sessionKey}</h1>
+      ${str(stats.title) ? html`<p class="session-title">${str(stats.title)}</p>` : null}
       <${ErrorBox} error=${detail.error} />
       ${
         data
@@ -94,16 +96,20 @@ export function SessionDetailPage(props: { sessionKey: string }) {
             <ol class="messages">
               ${messages.map(
                 (message) => html`
-                  <li class=${`message ${str(message.role)}`}>
+                  <li class=${`message ${message.role}`}>
                     <div class="message-head">
-                      <span class="role">${str(message.role)}</span>
-                      ${asArray(message.marks).map((mark) => html`<span class="badge mark">${str(mark)}</span>`)}
-                      <span class="muted small">${formatTime(message.timestamp)}</span>
+                      <span class="role">${message.role}</span>
+                      ${message.marks.map((mark) =>
+                        mark === STOPPED_MARK
+                          ? html`<${StoppedBadge} />`
+                          : html`<span class="badge mark">${mark}</span>`,
+                      )}
+                      <time class="muted small" datetime=${isoTime(message.at)}>${formatTime(message.at)}</time>
                     </div>
                     ${
                       message.role === "assistant"
-                        ? html`<${Markdown} class="message-text" text=${messageText(message.content)} />`
-                        : html`<div class="message-text">${messageText(message.content)}</div>`
+                        ? html`<${Markdown} class="message-text" text=${message.text} />`
+                        : html`<div class="message-text">${message.text}</div>`
                     }
                   </li>
                 `,

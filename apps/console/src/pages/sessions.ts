@@ -8,6 +8,8 @@ import { ErrorBox, useLoad } from "../ui.js";
 
 interface SessionRow {
   readonly key: string;
+  /** The first message, shortened by the server (absent for sessions stored before titles were). */
+  readonly title: string;
   readonly channel: string;
   readonly lastActivity: number | undefined;
   readonly messageCount: number;
@@ -21,6 +23,7 @@ async function loadSessions(): Promise<SessionRow[]> {
     .map(asRecord)
     .map((session) => ({
       key: str(session.key),
+      title: str(session.title),
       channel: str(session.channel),
       lastActivity: num(session.lastActivity),
       messageCount: num(session.messageCount) ?? 0,
@@ -127,6 +130,7 @@ export function SessionsPage() {
                         <td class="key" data-label="Session">
                           <${Link} href=${`/sessions/${encodeURIComponent(row.key)}`}>${row.key}<//>
                           ${running.has(row.key) ? html` <span class="state running">replying…</span>` : null}
+                          ${row.title ? html`<div class="session-title">${row.title}</div>` : null}
                         </td>
                         <td data-label="Channel"><span class="badge">${row.channel}</span></td>
                         <td data-label="Last activity" title=${formatTime(row.lastActivity)}>

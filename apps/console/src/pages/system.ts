@@ -1,6 +1,7 @@
 import { html } from "htm/preact";
 import { useState } from "preact/hooks";
-import { ApiError, api } from "../api.js";
+import { ApiError, api, jobRetryPath } from "../api.js";
+import { FactList, formatValue, humanLabel } from "../components/facts.js";
 import { useDebounced, useLiveEvents } from "../live.js";
 import { asArray, asRecord, formatAgo, formatTime, num, str } from "../read.js";
 import { ErrorBox, useLoad } from "../ui.js";
@@ -47,7 +48,7 @@ function SummarizerQueue() {
   const retry = async (id: string) => {
     setRetryError(undefined);
     try {
-      await api(`/api/summarizer/jobs/${encodeURIComponent(id)}/retry`, { method: "POST" });
+      await api(jobRetryPath(id), { method: "POST" });
       queue.reload();
     } catch (error) {
       setRetryError(error);
@@ -91,6 +92,75 @@ function SummarizerQueue() {
   `;
 }
 
+/** The search the index serves, in words. */
+function embeddingLine(embedding: Record<string, unknown>): string {
+  const failures = num(embedding.consecutiveFailures) ?? 0;
+  if (embedding.configured !== true) return "text search only (no embedding model configured)";
+  const model = str(embedding.model);
+  const mode = str(embedding.mode) === "hybrid" ? "hybrid search" : "text search only for now";
+  const paused = str(embedding.circuit) === "open" ? `, embedding paused after ${failures} failures` : "";
+  return `${mode}${model ? ` with ${model}` : ""}${paused}`;
+}
+
+/** The last sync in words: when, and what it did. */
+function lastSyncLine(lastSync: Record<string, unknown>): string {
+  if (num(lastSync.at) === undefined) return "not yet";
+  const report = asRecord(lastSync.report);
+  const indexed = num(report.filesIndexed) ?? 0;
+  const chunks = num(report.chunksIndexed) ?? 0;
+  const took = num(report.durationMs);
+  return `${formatAgo(lastSync.at)}: ${indexed} file${indexed === 1 ? "" : "s"} indexed, ${chunks} chunk${chunks === 1 ? "" : "s"}${took === undefined ? "" : ` in ${took} ms`}`;
+}
+
+/** The memory index: its state and sizes in words, every field it reports folded away below. */
+function IndexFacts(props: { index: Record<string, unknown> }) {
+  const { index } = props;
+  const progress = asRecord(index.progress);
+  const repair = asRecord(index.repair);
+  const embedded = num(index.embeddedChunks) ?? 0;
+  const pending = num(index.pendingChunks) ?? 0;
+  const state = str(index.state, "unknown");
+  const stateClass = state === "idle" ? "ready" : state === "rebuilding" ? "error" : "running";
+  return html`
+    <dl class="facts">
+      <dt>State</dt>
+      <dd>
+        <span class=${`state ${stateClass}`}>${state}</span>
+        ${num(progress.total) === undefined ? null : ` ${str(progress.phase)} ${num(progress.done) ?? 0} of ${num(progress.total)}`}
+      </dd>
+      <dt>Files</dt><dd>${(num(index.files) ?? 0).toLocaleString()}</dd>
+      <dt>Chunks</dt>
+      <dd>
+        ${(num(index.chunks) ?? 0).toLocaleString()}
+        ${
+          // Without an embedding model nothing is embedded, nor waiting to be.
+          asRecord(index.embedding).configured === true
+            ? ` (${embedded.toLocaleString()} embedded${pending > 0 ? `, ${pending.toLocaleString()} waiting` : ""})`
+            : null
+        }
+      </dd>
+      <dt>Embeddings</dt><dd>${embeddingLine(asRecord(index.embedding))}</dd>
+      <dt>Last sync</dt><dd title=${formatTime(asRecord(index.lastSync).at)}>${lastSyncLine(asRecord(index.lastSync))}</dd>
+      <dt>Watching files</dt><dd>${index.watching === true ? "yes" : "no"}</dd>
+      ${index.backend ? html`<dt>Backend</dt><dd>${str(index.backend)}</dd>` : null}
+      ${
+        index.repair === undefined
+          ? null
+          : html`<dt>Repair</dt>
+            <dd class="warn">
+              ${str(repair.reason)}: moved to <code>${str(repair.movedTo)}</code> ${formatAgo(repair.at)}
+              ${num(repair.rebuiltAt) === undefined ? ", rebuilding" : `, rebuilt ${formatAgo(repair.rebuiltAt)}`}
+            </dd>`
+      }
+      ${index.lastError === undefined ? null : html`<dt>Last error</dt><dd class="warn">${formatValue("lastError", index.lastError)}</dd>`}
+    </dl>
+    <details>
+      <summary>Every field the index reports</summary>
+      <${FactList} record=${index} />
+    </details>
+  `;
+}
+
 function IndexStatus() {
   const index = useLoad(async () => {
     try {
@@ -109,16 +179,31 @@ function IndexStatus() {
         index.loading && !index.data
           ? html`<p class="muted">Loading…</p>`
           : index.data
-            ? html`<dl class="facts">
-                ${Object.entries(index.data).map(
-                  ([name, value]) =>
-                    html`<dt>${name}</dt><dd>${typeof value === "object" && value !== null ? html`<code>${JSON.stringify(value)}</code>` : String(value)}</dd>`,
-                )}
-              </dl>`
+            ? html`<${IndexFacts} index=${index.data} />`
             : html`<p class="muted">Not available on this server.</p>`
       }
     </div>
   `;
+}
+
+/** The configuration, one section under another, each setting with a label and its value in words. */
+function Configuration(props: { config: Record<string, unknown> }) {
+  const entries = Object.entries(props.config);
+  const general = Object.fromEntries(
+    entries.filter(([, value]) => typeof value !== "object" || value === null),
+  );
+  const sections = entries.filter(([, value]) => typeof value === "object" && value !== null);
+  return html`<div class="config">
+    ${Object.keys(general).length > 0 ? html`<${FactList} record=${general} />` : null}
+    ${sections.map(
+      ([name, value]) => html`<h3 title=${name}>${humanLabel(name)}</h3>
+        ${
+          Object.keys(asRecord(value)).length === 0
+            ? html`<p class="muted small">Nothing set.</p>`
+            : html`<${FactList} record=${asRecord(value)} />`
+        }`,
+    )}
+  </div>`;
 }
 
 function ServerInfo() {
@@ -135,16 +220,17 @@ function ServerInfo() {
           ? html`
             <dl class="facts">
               <dt>Version</dt><dd>${str(data.version)}</dd>
-              <dt>Started</dt><dd>${formatTime(data.startedAt)}</dd>
+              <dt>Started</dt><dd>${formatTime(data.startedAt)} (${formatAgo(data.startedAt)})</dd>
               <dt>Model</dt>
               <dd>${model.configured === true ? str(model.name) : html`<span class="state error">not configured</span> set ${asArray(model.missing).map(String).join(", ")}`}</dd>
               <dt>Token counter</dt><dd>${str(data.tokenCounter)}</dd>
               <dt>Storage</dt>
-              <dd>${storage.ok === false ? html`<span class="state error">${str(storage.code)}</span> since ${str(storage.since)}: ${str(storage.hint)}` : "writable"}</dd>
+              <dd>${storage.ok === false ? html`<span class="state error">${str(storage.code)}</span> since ${formatTime(Date.parse(str(storage.since)))}: ${str(storage.hint)}` : "writable"}</dd>
+              ${storage.dataDir ? html`<dt>Data directory</dt><dd><code>${str(storage.dataDir)}</code></dd>` : null}
             </dl>
             <details>
               <summary>Configuration (secrets shown as ***)</summary>
-              <pre class="config">${JSON.stringify(data.config, null, 2)}</pre>
+              <${Configuration} config=${asRecord(data.config)} />
             </details>
           `
           : null

@@ -46,6 +46,8 @@ export function registerAdminRoutes(
     return {
       sessions: list.map((session) => ({
         key: session.key,
+        // Recorded by the session's first turn; null for a session stored before titles were, until its next turn.
+        title: session.stats.title ?? null,
         channel: session.stats.channel ?? session.key.split(":")[0],
         createdAt: session.createdAt,
         lastActivity: session.stats.lastActivity,

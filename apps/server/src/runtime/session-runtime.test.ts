@@ -90,7 +90,13 @@ const hangingModel: ChatModel = {
 };
 
 function openRuntime(
-  options: { withModel?: boolean; memory?: WorkingMemory; model?: ChatModel; turnTimeoutMs?: number } = {},
+  options: {
+    withModel?: boolean;
+    memory?: WorkingMemory;
+    model?: ChatModel;
+    turnTimeoutMs?: number;
+    checkpointed?: boolean;
+  } = {},
 ): SessionRuntime {
   return createSessionRuntime({
     session: openSession(store, KEY),
@@ -99,7 +105,7 @@ function openRuntime(
       memory: options.memory ?? new WorkingMemory(),
       stats: { turns: 0, compactions: 0, lastActivity: 1_000 },
     },
-    checkpointed: false,
+    checkpointed: options.checkpointed ?? false,
     systemPrompt: "test",
     runtime:
       options.withModel === false ? undefined : createTestRuntime(options.model ?? countingModel, tmpdir()),
@@ -229,6 +235,35 @@ describe("a session's runtime over the in-memory store", () => {
     expect(runtime.turnsSinceCheckpoint).toBe(0);
     expect(await unseen()).toBe(0);
     expect(runtime.stats.turns).toBe(17);
+  });
+
+  it("records its first message as the session's title at its first turn, and keeps it in its snapshots", async () => {
+    const runtime = openRuntime();
+    await runtime.runTurn({ inbound: inbound("  How do\n tides work?") }, signals);
+    expect(runtime.stats.title).toBe("How do tides work?");
+    const first = await store.load(KEY);
+    expect(first.status === "ok" && first.snapshot.stats.title).toBe("How do tides work?");
+    await runtime.runTurn({ inbound: inbound("And the sun?") }, signals);
+    expect(runtime.stats.title).toBe("How do tides work?");
+    await runtime.save();
+    const later = await store.load(KEY);
+    expect(later.status === "ok" && later.snapshot.stats.title).toBe("How do tides work?");
+  });
+
+  it("titles a session stored without a title (an earlier version) from its first user message at its next turn, and its next snapshot keeps it", async () => {
+    const memory = new WorkingMemory();
+    memory.append(
+      createMessage({ role: "user", content: "What did we say about sails?" }),
+      createMessage({ role: "assistant", content: "Reef early." }),
+    );
+    // Loaded from its snapshot: the turn only appends; the title is in its stats, then in the next snapshot.
+    const runtime = openRuntime({ memory, checkpointed: true });
+    expect(runtime.stats.title).toBeUndefined();
+    await runtime.runTurn({ inbound: inbound("And knots?") }, signals);
+    expect(runtime.stats.title).toBe("What did we say about sails?");
+    await runtime.save();
+    const stored = await store.load(KEY);
+    expect(stored.status === "ok" && stored.snapshot.stats.title).toBe("What did we say about sails?");
   });
 
   it("writes messages the transcript lacked at load before the next turn's when the disk refused them then", async () => {

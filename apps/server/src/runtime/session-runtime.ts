@@ -12,7 +12,7 @@ import {
 } from "@almanac/core";
 import type { SessionFigures } from "../events/event-bus.js";
 import type { Session } from "../sessions/session.js";
-import type { SessionSnapshot, SessionStats } from "../sessions/session-snapshot.js";
+import { type SessionSnapshot, type SessionStats, sessionTitle } from "../sessions/session-snapshot.js";
 import { transcriptFacts } from "../sessions/transcript-facts.js";
 import type { AgentRuntime, AgentSession } from "./agent-runtime.js";
 import { CHECKPOINT_TURNS, type Checkpoint, checkpointOf, onlyAppended } from "./session-checkpoint.js";
@@ -135,6 +135,7 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
       ...(stats.channel === undefined ? {} : { channel: stats.channel }),
       messageCount: memory.messages.length,
       contextTokens: contextTokens(),
+      ...(stats.title === undefined ? {} : { title: stats.title }),
     };
   }
 
@@ -194,6 +195,13 @@ export function createSessionRuntime(options: SessionRuntimeOptions): SessionRun
     const { inbound } = request;
     const input = userMessageOf(inbound);
     memory.append(input);
+    // The title is recorded once, from the first user message (this one in a new session; in one stored
+    // before titles were, its oldest). The next snapshot keeps it; until then listings take it from the loaded
+    // session (or, for a session without a snapshot yet, from its transcript, as every other figure).
+    if (stats.title === undefined) {
+      const title = sessionTitle(memory.messages);
+      if (title !== undefined) stats = { ...stats, title };
+    }
     // Open the turn before any model time is spent: the user's words survive a crash of the process from here
     // on, and a power loss once fsynced (shortly after, or with the turn's end; see `AppendDurability`). The
     // transcript past the snapshot's recorded size is the open turn. Messages an earlier full disk kept

@@ -16,6 +16,11 @@ export interface SessionStats {
   /** Prompt tokens of the working memory at the last save. */
   readonly contextTokens?: number;
   /**
+   * What the session is about, for listings: see {@link sessionTitle}. Recorded by the first turn (or the next
+   * turn of a session stored before titles were) and kept with the snapshot, so listings need no transcript.
+   */
+  readonly title?: string;
+  /**
    * Written by earlier versions while a turn was in flight (the user's message persisted, the reply not yet).
    * Found on load, it tells the runtime the previous process died mid-turn and which input to reconcile.
    * Now the transcript's bytes past {@link SessionSnapshot.transcriptBytes} tell it; this is only read.
@@ -67,6 +72,7 @@ export const sessionStatsSchema: z.ZodType<SessionStats> = z.object({
   channel: z.string().optional(),
   messageCount: countSchema.optional(),
   contextTokens: countSchema.optional(),
+  title: z.string().optional(),
   openTurn: z.object({ inputId: z.string().min(1), startedAt: timestampSchema }).optional(),
 });
 
@@ -80,6 +86,33 @@ export const sessionSnapshotSchema: z.ZodType<SessionSnapshot> = z.object({
   stats: sessionStatsSchema,
   transcriptBytes: countSchema.optional(),
 });
+
+/** The longest {@link sessionTitle}, in characters (code points), its ellipsis included. */
+export const SESSION_TITLE_MAX_CHARS = 60;
+
+/**
+ * A session's title: the text of its first user message that has any, whitespace collapsed, cut to
+ * {@link SESSION_TITLE_MAX_CHARS} characters with an ellipsis; undefined while no user message has text.
+ */
+export function sessionTitle(messages: readonly Message[]): string | undefined {
+  for (const message of messages) {
+    if (message.role !== "user") continue;
+    const text = message.content
+      .map((block) => (block.type === "text" ? block.text : ""))
+      .join(" ")
+      .replace(/\s+/g, " ")
+      .trim();
+    if (text === "") continue;
+    // Counted and cut by code point, so an emoji or other astral character is never split in half.
+    const characters = Array.from(text);
+    if (characters.length <= SESSION_TITLE_MAX_CHARS) return text;
+    return `${characters
+      .slice(0, SESSION_TITLE_MAX_CHARS - 1)
+      .join("")
+      .trimEnd()}…`;
+  }
+  return undefined;
+}
 
 /** One line of `sessions/<stem>.jsonl`: the message, tagged with its session key. */
 export interface TranscriptLine {

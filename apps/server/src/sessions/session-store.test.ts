@@ -1,6 +1,16 @@
 import { fstatSync, statSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, readlink, rename, rm, writeFile } from "node:fs/promises";
-import { createRequire, syncBuiltinESMExports } from "node:module";
+import {
+  type FileHandle,
+  mkdir,
+  mkdtemp,
+  open,
+  readdir,
+  readFile,
+  readlink,
+  rename,
+  rm,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -335,6 +345,24 @@ describe("listing, archiving and deleting", () => {
     expect(logs.filter((entry) => entry.level === "warn")).toHaveLength(3);
   });
 
+  it("lists the title a snapshot keeps, and one from the transcript for a session listed from it", async () => {
+    const titled = snapshotFor("web:default:web:titled", {
+      stats: { turns: 1, compactions: 0, lastActivity: 2_000, title: "How do tides work?" },
+    });
+    await store.save(titled);
+    await store.appendTranscript("web:default:web:orphan", [
+      createMessage({ role: "user", content: "  Where is\nthe harbour?", timestamp: 22 }),
+      createMessage({ role: "assistant", content: "North.", timestamp: 25 }),
+    ]);
+    const titles = Object.fromEntries(
+      (await store.list()).map((summary) => [summary.key, summary.stats.title]),
+    );
+    expect(titles).toEqual({
+      "web:default:web:titled": "How do tides work?",
+      "web:default:web:orphan": "Where is the harbour?",
+    });
+  });
+
   it("lists nothing in an empty directory", async () => {
     expect(await store.list()).toEqual([]);
   });
@@ -445,31 +473,27 @@ describe("written appends (fsynced later)", () => {
     createMessage({ role: "user", content: text, timestamp: 1, id: `m-${text}` });
   const transcript = () => join(dir, `${STEM}.jsonl`);
 
-  /** Counts fsyncs by the file they flush (device and inode, as they are when the fsync starts). */
   /**
-   * Counts fsyncs by file (device and inode). The store fsyncs transcripts, their directory and snapshots by
-   * descriptor with node:fs's callback `fsync` (core's fs-calls.ts); the spy reaches its `import * as fs`
-   * namespace once the builtin's exports are synced. `failNext` makes the next fsync fail as a dying disk's would.
+   * Counts fsyncs by file (device and inode, as they are when the fsync starts). The store fsyncs transcripts,
+   * their directory and snapshots through `node:fs/promises` file handles, which share one prototype: the spy is
+   * on its `sync`. `failNext` makes the next fsync fail as a dying disk's would.
    */
   async function watchFsyncs() {
     const flushed: string[] = [];
-    const fsModule = createRequire(import.meta.url)("node:fs") as typeof import("node:fs");
-    const original = fsModule.fsync;
+    const probe = await open(dir, "r");
+    const prototype = Object.getPrototypeOf(probe) as FileHandle;
+    await probe.close();
+    const original = prototype.sync;
     let failures = 0;
-    const spy = vi.spyOn(fsModule, "fsync").mockImplementation(((
-      fd: number,
-      callback: (error: NodeJS.ErrnoException | null) => void,
-    ) => {
+    const spy = vi.spyOn(prototype, "sync").mockImplementation(async function (this: FileHandle) {
       if (failures > 0) {
         failures -= 1;
-        setImmediate(() => callback(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" })));
-        return;
+        throw Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
       }
-      const { dev, ino } = fstatSync(fd);
+      const { dev, ino } = fstatSync(this.fd);
       flushed.push(`${dev}:${ino}`);
-      original(fd, callback);
-    }) as typeof fsModule.fsync);
-    syncBuiltinESMExports();
+      return original.call(this);
+    });
     const idOf = (path: string) => {
       const { dev, ino } = statSync(path);
       return `${dev}:${ino}`;
@@ -502,7 +526,6 @@ describe("written appends (fsynced later)", () => {
 
   afterEach(() => {
     vi.restoreAllMocks();
-    syncBuiltinESMExports();
   });
 
   it("writes them to the file at once and fsyncs them with the session's next synced append", async () => {

@@ -5,6 +5,7 @@ import {
   isErrnoCode,
   type Logger,
   type Message,
+  PRIVATE_DIRECTORY_MODE,
   parseSessionKey,
   removeStaleTempFiles,
   sessionKeyToFileStem,
@@ -15,7 +16,7 @@ import {
 import { fileTimestamp, firstFreePaths, pathExists, readTextIfExists } from "./file-helpers.js";
 import { createKeyedMutex } from "./keyed-mutex.js";
 import type { LoadResult, MissingOrMovedAside, SessionStore, SessionSummary } from "./session.js";
-import { checkSnapshot, type SessionSnapshot } from "./session-snapshot.js";
+import { checkSnapshot, type SessionSnapshot, sessionTitle } from "./session-snapshot.js";
 import { parseSnapshot, serializeSnapshot } from "./snapshot-file.js";
 import { transcriptFacts } from "./transcript-facts.js";
 import { createTranscriptFiles, encodeTranscriptLines } from "./transcript-file.js";
@@ -86,7 +87,7 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
   // anything: the rename that would have published them did not happen).
   function prepare(): Promise<void> {
     prepared ??= (async () => {
-      await mkdir(dir, { recursive: true });
+      await mkdir(dir, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
       const removed = await removeStaleTempFiles(dir);
       if (removed.length > 0)
         logger.warn({ dir, files: removed }, "removed temp files left by an interrupted save");
@@ -248,7 +249,7 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
         const sources = [snapshotPath(stem), transcriptPath(stem)];
         const present = (await Promise.all(sources.map(pathExists))).some(Boolean);
         if (!present) return [];
-        await mkdir(archiveDir, { recursive: true });
+        await mkdir(archiveDir, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
         const base = join(archiveDir, `${stem}-${fileTimestamp(clock.now())}`);
         const targets = await firstFreePaths((suffix) => [`${base}${suffix}.json`, `${base}${suffix}.jsonl`]);
         const moved: string[] = [];
@@ -328,12 +329,20 @@ export function createSessionStore(options: SessionStoreOptions): SessionStore {
     const facts = transcriptFacts(messages);
     if (facts === undefined) return undefined;
     const { createdAt, lastActivity, turns, messageCount } = facts;
+    const title = sessionTitle(messages);
     return {
       key,
       stem,
       createdAt,
       updatedAt: lastActivity,
-      stats: { turns, compactions: 0, lastActivity, channel: parseSessionKey(key).channel, messageCount },
+      stats: {
+        turns,
+        compactions: 0,
+        lastActivity,
+        channel: parseSessionKey(key).channel,
+        messageCount,
+        ...(title === undefined ? {} : { title }),
+      },
     };
   }
 

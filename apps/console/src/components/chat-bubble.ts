@@ -1,0 +1,51 @@
+import { html } from "htm/preact";
+import { formatClock, formatTime, isoTime } from "../read.js";
+import { Markdown } from "./markdown.js";
+
+/** One message of the chat as the page shows it. */
+export interface ChatLine {
+  readonly role: string;
+  readonly text: string;
+  /** When it was said (ms since the epoch): from the history, or the moment this page saw it. */
+  readonly at?: number;
+  readonly streaming?: boolean;
+  /** The reply was stopped before it was complete. */
+  readonly stopped?: boolean;
+}
+
+/** A badge saying a reply was stopped (the chat and the session page show a stopped reply alike). */
+export function StoppedBadge() {
+  return html`<span class="badge mark stopped-mark" title="The reply was stopped before it was complete"
+    >stopped</span
+  >`;
+}
+
+/** The time a message was said: the time of day (with the date on other days), the full time on hover. */
+export function MessageTime(props: { at: number | undefined }) {
+  const iso = isoTime(props.at);
+  if (iso === undefined) return null;
+  return html`<time datetime=${iso} title=${formatTime(props.at)}>${formatClock(props.at)}</time>`;
+}
+
+/**
+ * One chat bubble: the user's text as typed, a reply as Markdown; under it the time it was said and, for a
+ * stopped reply, the stopped badge (the server's `[stopped]` line is left out of the text before this).
+ */
+export function ChatBubble(props: { line: ChatLine }) {
+  const { line } = props;
+  const text =
+    line.role === "assistant" && line.text !== ""
+      ? html`<${Markdown} class="bubble-text" text=${line.text} />`
+      : html`<div class="bubble-text">${line.text || (line.streaming ? "…" : "")}</div>`;
+  return html`<div class=${`bubble ${line.role}${line.streaming ? " streaming" : ""}`} data-role=${line.role}>
+    ${text}
+    ${
+      line.at !== undefined || line.stopped
+        ? html`<div class="bubble-meta">
+            <${MessageTime} at=${line.at} />
+            ${line.stopped ? html`<${StoppedBadge} />` : null}
+          </div>`
+        : null
+    }
+  </div>`;
+}

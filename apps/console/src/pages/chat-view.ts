@@ -1,0 +1,231 @@
+import { html } from "htm/preact";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { ApiError, api, sessionPath, stopReply, streamChat } from "../api.js";
+import { ChatBubble, type ChatLine } from "../components/chat-bubble.js";
+import { webSessionKey } from "../conversations.js";
+import { asArray, asRecord, readMessage, withoutStopMark } from "../read.js";
+import { ErrorBox } from "../ui.js";
+
+/** A conversation's messages as the chat shows them; none for a conversation the server does not have yet. */
+async function loadHistory(conversation: string): Promise<ChatLine[]> {
+  try {
+    const detail = asRecord(await api(sessionPath(webSessionKey(conversation))));
+    return asArray(detail.messages)
+      .map(readMessage)
+      .filter(
+        (message) =>
+          (message.role === "user" || message.role === "assistant") &&
+          (message.text !== "" || message.stopped),
+      )
+      .map((message) => ({
+        role: message.role,
+        text: message.text,
+        ...(message.at === undefined ? {} : { at: message.at }),
+        ...(message.stopped ? { stopped: true } : {}),
+      }));
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return [];
+    throw error;
+  }
+}
+
+/** What {@link ChatView} needs from the page around it. */
+export interface ChatViewProps {
+  readonly conversation: string;
+  /** The conversation's title, or what stands for it. */
+  readonly title: string;
+  /** A reply of this conversation is being written (by this view, another tab, or before this view opened). */
+  readonly running: boolean;
+  /** Aborts the streams of the whole chat page (when it is left); switching conversations leaves them running. */
+  readonly signal: AbortSignal;
+  /** A message was answered (the conversation list refreshes). */
+  onAnswered(): void;
+  /** Opens the conversation list (a drawer on a phone). */
+  onOpenList(): void;
+  readonly listOpen: boolean;
+}
+
+/**
+ * One conversation: its history, the composer, the reply streaming in as it is written, Stop. Made for one
+ * conversation (the page keys it by the id), so nothing of another conversation's reply can land in it.
+ */
+export function ChatView(props: ChatViewProps) {
+  const { conversation } = props;
+  const [lines, setLines] = useState<ChatLine[]>([]);
+  // Until the history is on screen the composer is disabled: a message sent earlier would be wiped from view
+  // when the history arrives.
+  const [loaded, setLoaded] = useState(false);
+  const [historyGeneration, setHistoryGeneration] = useState(0);
+  const [message, setMessage] = useState("");
+  const [sending, setSending] = useState(false);
+  const [stopping, setStopping] = useState(false);
+  const [error, setError] = useState<unknown>();
+  const logRef = useRef<HTMLDivElement>(null);
+  const mounted = useRef(true);
+  /** Messages this view sent; a history load that started before one ends without effect. */
+  const sends = useRef(0);
+  /** This view sent a message while the current run lasted: its reply is on screen already. */
+  const sentDuringRun = useRef(false);
+  const wasRunning = useRef(props.running);
+
+  useEffect(
+    () => () => {
+      mounted.current = false;
+    },
+    [],
+  );
+
+  useEffect(() => {
+    let current = true;
+    const sendsAtStart = sends.current;
+    loadHistory(conversation).then(
+      (history) => {
+        if (!current || sends.current !== sendsAtStart) return;
+        setLines(history);
+        setLoaded(true);
+      },
+      (caught: unknown) => {
+        if (!current) return;
+        setError(caught);
+        setLoaded(true);
+      },
+    );
+    return () => {
+      current = false;
+    };
+  }, [conversation, historyGeneration]);
+
+  // A reply this view did not send (another tab's, or one still running when the view opened) is read from
+  // the history once it ends.
+  useEffect(() => {
+    if (wasRunning.current && !props.running) {
+      if (!sentDuringRun.current) setHistoryGeneration((generation) => generation + 1);
+      sentDuringRun.current = false;
+    }
+    wasRunning.current = props.running;
+  }, [props.running]);
+
+  useEffect(() => {
+    const log = logRef.current;
+    if (log) log.scrollTop = log.scrollHeight;
+  }, [lines]);
+
+  const send = async () => {
+    const text = message.trim();
+    if (text === "" || sending || !loaded) return;
+    sends.current += 1;
+    sentDuringRun.current = true;
+    setMessage("");
+    setSending(true);
+    setError(undefined);
+    setLines((previous) => [
+      ...previous,
+      { role: "user", text, at: Date.now() },
+      { role: "assistant", text: "", streaming: true },
+    ]);
+    const replaceLast = (update: (line: ChatLine) => ChatLine) => {
+      if (!mounted.current) return;
+      setLines((previous) => {
+        const last = previous.at(-1);
+        return last ? [...previous.slice(0, -1), update(last)] : previous;
+      });
+    };
+    try {
+      const done = await streamChat(
+        conversation,
+        text,
+        (delta) => replaceLast((line) => ({ ...line, text: line.text + delta, at: line.at ?? Date.now() })),
+        props.signal,
+      );
+      replaceLast((line) => ({
+        role: "assistant",
+        text: done.stopped ? withoutStopMark(done.text || line.text) : done.text,
+        at: line.at ?? Date.now(),
+        ...(done.stopped ? { stopped: true } : {}),
+      }));
+      props.onAnswered();
+    } catch (caught) {
+      // A stop reported as the turn's error still keeps what was written, as a stopped reply.
+      const stopped = caught instanceof ApiError && caught.code === "turn.stopped";
+      replaceLast((line) => ({ ...line, streaming: false, ...(stopped ? { stopped: true } : {}) }));
+      if (!stopped && mounted.current) setError(caught);
+    } finally {
+      // With the run's end already seen (or no live events to see it), nothing is left to wait for.
+      if (!wasRunning.current) sentDuringRun.current = false;
+      if (mounted.current) {
+        setSending(false);
+        setStopping(false);
+      }
+    }
+  };
+
+  // Stops the reply on the server (the model request included); the stream then ends with what was written.
+  const stop = async () => {
+    setStopping(true);
+    try {
+      await stopReply(webSessionKey(conversation));
+    } catch (caught) {
+      setStopping(false);
+      setError(caught);
+    }
+  };
+
+  const onKeyDown = (event: KeyboardEvent) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      void send();
+    }
+  };
+
+  const elsewhere = props.running && !sending && !sentDuringRun.current;
+  return html`
+    <section class="chat" aria-label="Conversation">
+      <div class="chat-head">
+        <button
+          type="button"
+          class="secondary drawer-toggle"
+          aria-expanded=${props.listOpen}
+          aria-controls="conversation-list"
+          onClick=${props.onOpenList}
+        >
+          Conversations
+        </button>
+        <h1 class="chat-title" title=${conversation}>${props.title}</h1>
+      </div>
+      <div class="chat-log" ref=${logRef} aria-live="polite">
+        ${
+          lines.length === 0 && loaded && !elsewhere
+            ? html`<p class="muted empty">No messages yet. Say hello.</p>`
+            : lines.map((line, index) => html`<${ChatBubble} key=${index} line=${line} />`)
+        }
+        ${elsewhere ? html`<p class="muted small replying">A reply is being written…</p>` : null}
+      </div>
+      <${ErrorBox} error=${error} />
+      <form
+        class="composer"
+        onSubmit=${(event: Event) => {
+          event.preventDefault();
+          void send();
+        }}
+      >
+        <textarea
+          name="message"
+          rows="2"
+          aria-label="Message"
+          placeholder="Message (Enter to send, Shift+Enter for a new line)"
+          value=${message}
+          disabled=${!loaded}
+          onInput=${(event: Event) => setMessage((event.currentTarget as HTMLTextAreaElement).value)}
+          onKeyDown=${onKeyDown}
+        ></textarea>
+        ${
+          sending
+            ? html`<button type="button" class="danger stop" onClick=${stop} disabled=${stopping}>
+                ${stopping ? "Stopping…" : "Stop"}
+              </button>`
+            : html`<button type="submit" disabled=${!loaded || message.trim() === ""}>Send</button>`
+        }
+      </form>
+    </section>
+  `;
+}
