@@ -33,7 +33,7 @@ import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { createNodeHttpFetch } from "@almanac/llm";
+import { createModelFetch } from "@almanac/llm";
 import Fastify from "fastify";
 import OpenAI from "openai";
 import { fullGarbageCollection } from "../apps/server/src/idle-gc.js";
@@ -138,7 +138,7 @@ async function main(): Promise<void> {
     apiKey: "k",
     maxRetries: 0,
     logLevel: "off",
-    fetch: createNodeHttpFetch(),
+    fetch: createModelFetch(),
   });
   const histories = new Map<string, { role: "user" | "assistant"; content: string }[]>();
   const turn = async (body: unknown): Promise<unknown> => {

@@ -1,13 +1,7 @@
 import { mkdir, readFile, rm } from "node:fs/promises";
-import { createRequire } from "node:module";
 import { join } from "node:path";
 import { errnoCode, PRIVATE_DIRECTORY_MODE, UserError } from "@almanac/core";
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyInstance,
-  type FastifyServerOptions,
-  LogController,
-} from "fastify";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import type pino from "pino";
 import type { AlmanacConfig } from "./config/config-schema.js";
 import { secretValues } from "./config/load-config.js";
@@ -37,90 +31,6 @@ export interface BuildAppOptions {
   readonly logDestination?: pino.DestinationStream;
   /** Where the one-time "generated admin token" notice goes (default stdout). */
   readonly announce?: (line: string) => void;
-  /** Fastify's schema compilers (default: {@link createLazySchemaCompilers}); tests pass their own to compile every route's schemas. */
-  readonly schemaCompilers?: LazySchemaCompilers;
-}
-
-type CompilersFactory = NonNullable<
-  NonNullable<FastifyServerOptions["schemaController"]>["compilersFactory"]
->;
-type ValidatorFactory = NonNullable<CompilersFactory["buildValidator"]>;
-type SerializerFactory = NonNullable<CompilersFactory["buildSerializer"]>;
-type Validate = ReturnType<ReturnType<ValidatorFactory>>;
-
-/** Fastify's schema compilers, each route's compiled on its first request. */
-export interface LazySchemaCompilers {
-  readonly buildValidator: ValidatorFactory;
-  readonly buildSerializer: SerializerFactory;
-  /** Compiles every schema handed over so far (the errors a route would meet on its first request); returns how many. */
-  compileAll(): number;
-}
-
-/**
- * Fastify's own validator (Ajv) and serializer (fast-json-stringify) compilers, the same packages with the same
- * options, loaded and run when a route with a schema first gets a request instead of at `ready()`: loading
- * them (~45 ms of CPU) and compiling every route's schemas (~50 ms) were an eighth of the server's start-up,
- * for routes a given run mostly never calls. A schema that does not compile fails its route's first request,
- * not the start: app.test.ts compiles every route's schemas. Limit: fastify treats a compiler it did not make
- * as custom and then leaves `headers` schemas as written instead of lower-casing their keys, so a route with
- * one fails the start (none has one).
- */
-export function createLazySchemaCompilers(): LazySchemaCompilers {
-  // Resolved beside fastify, which depends on them: the versions fastify itself would load.
-  const fromFastify = createRequire(createRequire(import.meta.url).resolve("fastify"));
-  let validatorFactory: ValidatorFactory | undefined;
-  let serializerFactory: SerializerFactory | undefined;
-  const pending: (() => void)[] = [];
-  const buildValidator: ValidatorFactory = (externalSchemas, options) => {
-    let compile: ReturnType<ValidatorFactory> | undefined;
-    return (route) => {
-      if (route.httpPart === "headers") {
-        throw new Error(
-          `${route.method} ${route.url}: a headers schema needs fastify's own validator compiler (it lower-cases the keys for it); see createLazySchemaCompilers`,
-        );
-      }
-      let validate: Validate | undefined;
-      const compiled = (): Validate => {
-        validatorFactory ??= (fromFastify("@fastify/ajv-compiler") as () => ValidatorFactory)();
-        compile ??= validatorFactory(externalSchemas, options);
-        validate ??= compile(route);
-        return validate;
-      };
-      pending.push(compiled);
-      // Fastify reads a failed validation's errors from the function it called.
-      const lazy = ((data: unknown) => {
-        const real = compiled();
-        const result = real(data);
-        lazy.errors = real.errors;
-        return result;
-      }) as Validate;
-      return lazy;
-    };
-  };
-  const buildSerializer: SerializerFactory = (externalSchemas, options) => {
-    let compile: ReturnType<SerializerFactory> | undefined;
-    return (route) => {
-      let serialize: ReturnType<ReturnType<SerializerFactory>> | undefined;
-      const compiled = () => {
-        serializerFactory ??= (
-          fromFastify("@fastify/fast-json-stringify-compiler") as () => SerializerFactory
-        )();
-        compile ??= serializerFactory(externalSchemas, options);
-        serialize ??= compile(route);
-        return serialize;
-      };
-      pending.push(compiled);
-      return (data) => compiled()(data);
-    };
-  };
-  return {
-    buildValidator,
-    buildSerializer,
-    compileAll: () => {
-      for (const compiled of pending) compiled();
-      return pending.length;
-    },
-  };
 }
 
 /**
@@ -196,7 +106,6 @@ export async function buildApp(
         storageError: storage.classify,
       }),
       clientErrorHandler: handleClientError,
-      schemaController: { compilersFactory: options.schemaCompilers ?? createLazySchemaCompilers() },
     });
     await app.register(configPlugin, {
       config,

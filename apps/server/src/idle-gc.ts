@@ -1,22 +1,12 @@
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import type { Logger } from "@almanac/core";
 
 /**
- * V8's full collection, when the runtime lets us have it: `global.gc` under `--expose-gc`, otherwise the flag is
- * set now and the function taken from a new context (the flag only affects contexts created after it). Undefined
- * when neither works; the collector then does nothing.
+ * V8's full collection when the process was started with `--expose-gc` (`pnpm start` and the Docker image do;
+ * see docs/decisions/0005-idle-collection.md), undefined otherwise: the collector then does nothing.
  */
 export function fullGarbageCollection(): (() => void) | undefined {
   const exposed = (globalThis as { gc?: unknown }).gc;
-  if (typeof exposed === "function") return exposed as () => void;
-  try {
-    setFlagsFromString("--expose-gc");
-    const gc: unknown = runInNewContext("gc");
-    return typeof gc === "function" ? (gc as () => void) : undefined;
-  } catch {
-    return undefined;
-  }
+  return typeof exposed === "function" ? (exposed as () => void) : undefined;
 }
 
 export interface IdleCollectorOptions {
@@ -34,12 +24,11 @@ export interface IdleCollectorOptions {
 }
 
 /**
- * Gives memory back after bursts of work, once the server is idle. V8 keeps the heap it grew to: after the
- * start-up index build the server idled at 134–138 MB RSS, after one full collection at 99–101 MB (RssAnon 84 → 48
- * MB; `--expose-gc` with a collection every 4 s against none, the year corpus, 2026-12-03). So when a whole
- * interval was idle and the resident set grew by `minGrowthBytes` since the last collection, one full collection
- * runs (tens of milliseconds, only when nothing else is running). No collection happens while the server works,
- * and none again until memory grows again. Returns the stop function.
+ * Gives memory back after bursts of work, once the server is idle (docs/decisions/0005-idle-collection.md): V8
+ * keeps the heap it grew to, so when a whole interval was idle and the resident set grew by `minGrowthBytes`
+ * since the last collection, one full collection runs (tens of milliseconds, only when nothing else is
+ * running). No collection happens while the server works, and none again until memory grows again. Returns the
+ * stop function.
  */
 export function startIdleCollector(options: IdleCollectorOptions): () => void {
   const gc = "gc" in options ? options.gc : fullGarbageCollection();

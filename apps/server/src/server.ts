@@ -48,13 +48,6 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
   await app.channels.start();
   app.log.info({ url, home: config.home, model: config.model.name ?? null }, "almanac listening");
   for (const warning of warnings) app.log.warn({}, warning);
-  const proxy = PROXY_VARIABLES.filter((name) => (options.env[name] ?? "") !== "");
-  if (proxy.length > 0 && config.model.httpClient === "node")
-    app.log.warn(
-      { proxy },
-      "a proxy is set in the environment, but model requests do not go through it: set ALMANAC_MODEL_HTTP_CLIENT=fetch (and NODE_USE_ENV_PROXY=1 on Node 24) if the model is only reachable through the proxy",
-    );
-
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= app.close().then(() => app.log.info({}, "stopped"));
@@ -62,9 +55,6 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
   };
   return { app, url, config, adminToken: app.adminToken, close };
 }
-
-/** The environment variables through which a proxy is usually configured (their values may hold credentials). */
-const PROXY_VARIABLES = ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"];
 
 /** A port already taken (or not ours to bind) as a user error naming the address and the settings to change. */
 function listenError(error: unknown, host: string, port: number): unknown {

@@ -1,57 +1,59 @@
-import { script } from "@almanac/testkit";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { startTestServer, type TestServer } from "./test-server.js";
+import { type FakeProxy, script, startFakeProxy, startScriptedLlm } from "@almanac/testkit";
+import { afterEach, describe, expect, it } from "vitest";
+import { startTestServer, TEST_MODEL_KEY, type TestServer } from "./test-server.js";
 
 let running: TestServer | undefined;
+let proxy: FakeProxy | undefined;
 afterEach(async () => {
-  vi.restoreAllMocks();
   await running?.close();
   running = undefined;
+  await proxy?.close();
+  proxy = undefined;
 });
 
-const PROXY_WITH_CREDENTIALS = "http://proxy-user:proxy-pass-2f9d@proxy.invalid:3128";
-
-describe("how model requests go out", () => {
-  it("warns at start when a proxy is set that model requests bypass, naming the variable but not its value", async () => {
-    running = await startTestServer({ env: { HTTPS_PROXY: PROXY_WITH_CREDENTIALS } });
-    running.llm.setFallback(() => script.text("hi"));
+describe("model requests behind a proxy", () => {
+  it("go through HTTP_PROXY by default, with its credentials, which never reach the log", async () => {
+    const llm = await startScriptedLlm({ apiKey: TEST_MODEL_KEY });
+    const port = Number(new URL(llm.baseURL).port);
+    // `model.invalid` has no DNS entry: only a request through the proxy reaches the scripted model.
+    proxy = await startFakeProxy({
+      resolve: (host, requested) =>
+        host === "model.invalid" ? { host: "127.0.0.1", port } : { host, port: requested },
+    });
+    const proxyUrl = proxy.url.replace("http://", "http://proxy-user:proxy-pass-2f9d@");
+    running = await startTestServer({
+      llm,
+      env: {
+        ALMANAC_MODEL_BASE_URL: `http://model.invalid:${port}/v1`,
+        ALMANAC_MODEL_NAME: "scripted-model",
+        ALMANAC_MODEL_CONTEXT_WINDOW: "32000",
+        HTTP_PROXY: proxyUrl,
+      },
+    });
+    llm.setFallback(() => script.text("through the proxy"));
     const answered = await running.client.chat.completions.create({
       model: "almanac",
       messages: [{ role: "user", content: "hello" }],
     });
-    expect(answered.choices[0]?.message.content).toBeTruthy();
-    const warning = running.logs.find((line) => line.includes("ALMANAC_MODEL_HTTP_CLIENT=fetch"));
-    expect(warning).toBeDefined();
-    expect(JSON.parse(warning ?? "{}")).toMatchObject({ level: 40, proxy: ["HTTPS_PROXY"] });
+    expect(answered.choices[0]?.message.content).toBe("through the proxy");
+    expect(proxy.requests()[0]).toMatchObject({ target: `model.invalid:${port}` });
+    const info = await (await running.api("/api/info")).text();
+    expect(info).not.toContain("proxy-pass-2f9d");
     expect(running.logs.join("")).not.toContain("proxy-pass-2f9d");
+    await running.close();
+    running = undefined;
+    await llm.close();
   });
 
-  it("sends model requests through Node's global fetch with ALMANAC_MODEL_HTTP_CLIENT=fetch, without the warning", async () => {
-    const globalFetch = vi.spyOn(globalThis, "fetch");
-    running = await startTestServer({
-      env: { HTTPS_PROXY: PROXY_WITH_CREDENTIALS, ALMANAC_MODEL_HTTP_CLIENT: "fetch" },
-    });
-    const { llm } = running;
-    llm.setFallback(() => script.text("hi"));
+  it("reach a model on loopback directly, and hosts in NO_PROXY directly", async () => {
+    proxy = await startFakeProxy();
+    running = await startTestServer({ env: { HTTP_PROXY: proxy.url, HTTPS_PROXY: proxy.url } });
+    running.llm.setFallback(() => script.text("direct"));
     await running.client.chat.completions.create({
       model: "almanac",
       messages: [{ role: "user", content: "hello" }],
     });
-    const toModel = globalFetch.mock.calls.filter(([input]) => String(input).startsWith(llm.baseURL));
-    expect(toModel.length).toBeGreaterThan(0);
-    expect(running.logs.some((line) => line.includes("ALMANAC_MODEL_HTTP_CLIENT=fetch"))).toBe(false);
-  });
-
-  it("keeps model requests off the global fetch by default", async () => {
-    const globalFetch = vi.spyOn(globalThis, "fetch");
-    running = await startTestServer();
-    const { llm } = running;
-    llm.setFallback(() => script.text("hi"));
-    await running.client.chat.completions.create({
-      model: "almanac",
-      messages: [{ role: "user", content: "hello" }],
-    });
-    expect(llm.chatRequests().length).toBeGreaterThan(0);
-    expect(globalFetch.mock.calls.filter(([input]) => String(input).startsWith(llm.baseURL))).toEqual([]);
+    expect(running.llm.chatRequests()).toHaveLength(1);
+    expect(proxy.requests()).toEqual([]);
   });
 });

@@ -95,8 +95,7 @@ export class WorkingMemory {
   append(...messages: readonly Message[]): void {
     if (messages.length === 0) return;
     const before = this.#messages;
-    // Spreads, not `concat` or `slice`: over a frozen array of 600 messages, `[...before, ...added]` took 0.86 µs,
-    // `concat` 3.4 µs and `slice` 20 µs (Node 20, bench/array-copies.ts).
+    // A spread: the cheapest copy of a frozen array in V8 (`slice` and `concat` are slower on frozen arrays).
     this.#messages = Object.freeze([...before, ...messages]);
     // The active list grows by the appended messages that go into the prompt (no filtering of the history).
     if (this.#active?.of === before) {

@@ -1,7 +1,16 @@
 import { spawn } from "node:child_process";
 import { fstatSync, statSync, watch } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { createRequire, syncBuiltinESMExports } from "node:module";
+import {
+  type FileHandle,
+  mkdir,
+  mkdtemp,
+  open,
+  readdir,
+  readFile,
+  rm,
+  stat,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -132,31 +141,29 @@ describe("writeFileDurably", () => {
 });
 
 describe("fsyncDirectory", () => {
-  /** Counts the fsyncs of `directory` (by device and inode) made through node:fs, which the module uses. */
-  function countDirectoryFsyncs(directory: string): () => number {
-    const fsModule = createRequire(import.meta.url)("node:fs") as typeof import("node:fs");
-    const original = fsModule.fsync;
+  /** Counts the fsyncs of `directory` (by device and inode), made through the FileHandles the module opens. */
+  async function countDirectoryFsyncs(directory: string): Promise<() => number> {
     const { dev, ino } = statSync(directory);
+    // Every FileHandle shares one prototype: spy on its `sync`.
+    const probe = await open(directory, "r");
+    const prototype = Object.getPrototypeOf(probe) as FileHandle;
+    await probe.close();
+    const original = prototype.sync;
     let count = 0;
-    vi.spyOn(fsModule, "fsync").mockImplementation(((
-      fd: number,
-      callback: (error: NodeJS.ErrnoException | null) => void,
-    ) => {
-      const stats = fstatSync(fd);
+    vi.spyOn(prototype, "sync").mockImplementation(async function (this: FileHandle) {
+      const stats = fstatSync(this.fd);
       if (stats.dev === dev && stats.ino === ino) count += 1;
-      original(fd, callback);
-    }) as typeof fsModule.fsync);
-    syncBuiltinESMExports();
+      return original.call(this);
+    });
     return () => count;
   }
 
   afterEach(() => {
     vi.restoreAllMocks();
-    syncBuiltinESMExports();
   });
 
   it("commits the calls made while the directory's fsync runs together, in one more fsync after it", async () => {
-    const fsyncs = countDirectoryFsyncs(dir);
+    const fsyncs = await countDirectoryFsyncs(dir);
     const first = fsyncDirectory(dir);
     // Made while the first runs: that one may have started before their changes, so one more covers them all.
     const meanwhile = Array.from({ length: 20 }, () => fsyncDirectory(dir));
@@ -165,7 +172,7 @@ describe("fsyncDirectory", () => {
   });
 
   it("fsyncs again for every call made after the previous fsync ended", async () => {
-    const fsyncs = countDirectoryFsyncs(dir);
+    const fsyncs = await countDirectoryFsyncs(dir);
     for (let call = 0; call < 3; call += 1) await fsyncDirectory(dir);
     expect(fsyncs()).toBe(3);
   });

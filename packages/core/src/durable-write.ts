@@ -1,8 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, fstatSync } from "node:fs";
-import { readdir, unlink } from "node:fs/promises";
+import { type FileHandle, open, readdir, rename, stat, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { closeFd, fchmodFd, fsyncFd, openFd, renamePath, statPath, writeWhole } from "./fs-calls.js";
 import { groupCalls } from "./grouped-calls.js";
 
 // The one durable write for every file Almanac replaces (snapshots, memory files, the summarizer journal,
@@ -75,35 +73,26 @@ export async function stageFileDurably(
   const tempPath = join(dirname(path), `.${basename(path)}.${randomBytes(8).toString("hex")}.tmp`);
   const discard = () => unlink(tempPath).catch(() => {});
   const mode = options.mode ?? (await existingMode(path)) ?? PRIVATE_FILE_MODE;
-  // Descriptors, not FileHandles: see fs-calls.ts (a new session's first turn writes its snapshot).
-  let fd: number | undefined;
+  let handle: FileHandle | undefined;
   try {
-    fd = await openFd(tempPath, "wx", mode);
-    await writeWhole(fd, data);
-    // The umask may have taken bits off the mode the file was created with; usually (0o600 and the usual 022) it
-    // took none, and a blocking fstat (~2 µs) saves a trip through the thread pool.
-    if ((fstatSync(fd).mode & 0o7777) !== mode) await fchmodFd(fd, mode);
-    await fsyncFd(fd);
-    const written = fd;
-    fd = undefined;
-    // Blocking: closing a descriptor whose data is fsynced costs microseconds; through the pool it queued
-    // behind other files' fsyncs.
-    closeSync(written);
+    handle = await open(tempPath, "wx", mode);
+    await handle.writeFile(data);
+    // The umask may have taken bits off the mode the file was created with.
+    if (((await handle.stat()).mode & 0o7777) !== mode) await handle.chmod(mode);
+    await handle.sync();
+    const written = handle;
+    handle = undefined;
+    await written.close();
   } catch (error) {
-    if (fd !== undefined) {
-      try {
-        closeSync(fd);
-      } catch {
-        // The error reported is the write's, not the close's.
-      }
-    }
+    // The error reported is the write's, not the close's.
+    await handle?.close().catch(() => {});
     await discard();
     throw error;
   }
   return {
     async publish({ syncDirectory }) {
       try {
-        await renamePath(tempPath, path);
+        await rename(tempPath, path);
       } catch (error) {
         await discard();
         throw error;
@@ -116,7 +105,7 @@ export async function stageFileDurably(
 
 async function existingMode(path: string): Promise<number | undefined> {
   try {
-    return (await statPath(path)).mode & 0o7777;
+    return (await stat(path)).mode & 0o7777;
   } catch (error) {
     if (isErrnoCode(error, "ENOENT")) return undefined;
     throw error;
@@ -140,14 +129,14 @@ export function fsyncDirectory(directory: string): Promise<void> {
 const fsyncDirectoryInGroups = groupCalls(syncDirectoryNow);
 
 async function syncDirectoryNow(directory: string): Promise<void> {
-  let fd: number | undefined;
+  let handle: FileHandle | undefined;
   try {
-    fd = await openFd(directory, "r");
-    await fsyncFd(fd);
+    handle = await open(directory, "r");
+    await handle.sync();
   } catch (error) {
     if (!isErrnoCode(error, "EISDIR", "EPERM", "EINVAL", "EACCES", "ENOTSUP")) throw error;
   } finally {
-    if (fd !== undefined) await closeFd(fd);
+    await handle?.close();
   }
 }
 

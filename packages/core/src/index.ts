@@ -50,15 +50,6 @@ export {
   type ProviderErrorOptions,
   UserError,
 } from "./errors.js";
-export {
-  closeFd,
-  fsyncFd,
-  ftruncateFd,
-  openFd,
-  readFd,
-  readUtf8,
-  writeWhole,
-} from "./fs-calls.js";
 export { groupCalls } from "./grouped-calls.js";
 export { type LinkedSignal, linkAbortSignals } from "./linked-signal.js";
 export { type Logger, silentLogger } from "./logger.js";

@@ -114,15 +114,8 @@ function createPieceCache(
 
 // The rank table is read on the first count (synchronously, so counting stays a plain function), not when this
 // module is imported; start-up and the CLI's client commands never pay for it.
-// Why our own table and merge beside gpt-tokenizer (measured 2026-12-03, Node 20, 2 cores at load 2.8-3.4, each
-// a fresh `node --import tsx` process): the first count costs +3-5 MB RSS and 28-68 ms (reading and indexing
-// o200k's file: 20-29 ms; cl100k 5-7 ms), where gpt-tokenizer's table cost +56-71 MB RSS (19.6 MB of heap left
-// after a GC, against 5.3 MB + 4.3 MB of array buffers) and 232-325 ms. `almanac start` from dist/ idles at
-// 135 MB instead of 184 MB after its first index build (bench/server-process.ts). The first count of 30,000
-// distinct lines of words, hashes and CJK: median 404-439 ms against 840-979 ms (6 interleaved rounds in one
-// process, load 2-3.4); a 20,000-character run of CJK (one piece) 41-65 ms with the heap merge against
-// 1.8-2.5 s (gpt-tokenizer's own count of it: 1.7 s).
-// Counting a piece seen before is the same code as before (bench/token-count.ts: within its noise).
+// Our own rank table and merge rather than gpt-tokenizer's: a tenth of the memory and a quarter of the first
+// count's time, and linear on long CJK runs (docs/decisions/0006-own-bpe-tables.md).
 function bpeCounter(encoding: TokenEncoding): TextCounter {
   let counter: TextCounter | undefined;
   return (text) => {

@@ -7,7 +7,7 @@ export {
   type ModelErrorKind,
   type ModelErrorOptions,
 } from "./model-error.js";
-export { createNodeHttpFetch } from "./node-http-fetch.js";
+export { createModelFetch, type ProxySettings } from "./model-fetch.js";
 export {
   createOpenAIChatModel,
   type OpenAIChatModel,

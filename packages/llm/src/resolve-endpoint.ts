@@ -1,6 +1,6 @@
 import { type Logger, silentLogger, UserError } from "@almanac/core";
 import type OpenAI from "openai";
-import { createNodeHttpFetch } from "./node-http-fetch.js";
+import { createModelFetch, type ProxySettings } from "./model-fetch.js";
 import { abortableSleep, type RetryPolicy, type Sleep } from "./retry.js";
 
 /** Settings shared by the chat model and the embedder: where to call, with what key, how patiently. */
@@ -23,12 +23,8 @@ export interface EndpointConfig {
   readonly retryMaxDelayMs?: number;
   /** A provider's Retry-After longer than this is not waited for; the error surfaces (default 60000 ms). */
   readonly maxRetryAfterMs?: number;
-  /**
-   * How requests go out: `"node"` (default) keep-alive `node:http`/`node:https`, the cheapest per request (see
-   * `node-http-fetch.ts`), which never goes through a proxy; `"fetch"` Node's global fetch, which does where
-   * Node is set up for it (`NODE_USE_ENV_PROXY=1` with `HTTPS_PROXY` on Node 24).
-   */
-  readonly httpClient?: "node" | "fetch";
+  /** The proxy requests go through (default none: direct). */
+  readonly proxy?: ProxySettings;
   readonly logger?: Logger;
   /** Injectable wait between retries (tests); the default is a real timer that aborts with the signal. */
   readonly sleep?: Sleep;
@@ -85,8 +81,8 @@ export function resolveEndpoint(config: EndpointConfig, what: string): ResolvedE
           timeout: timeoutMs,
           // We log retries and failures ourselves, with the key kept out.
           logLevel: "off",
-          // Keep-alive node:http instead of undici's fetch: a third of a turn's CPU (see node-http-fetch.ts).
-          ...(config.httpClient === "fetch" ? {} : { fetch: createNodeHttpFetch() }),
+          // Keep-alive connections through the configured proxy, the same on every Node version.
+          fetch: createModelFetch(config.proxy),
         }),
       (error: unknown) => {
         client = undefined; // a failed load is tried again by the next request

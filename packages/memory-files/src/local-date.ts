@@ -46,8 +46,8 @@ interface LocalParts {
 
 /**
  * Since 1980 every zone's offset is a whole number of minutes, so one UTC minute is one local minute: the last
- * minute asked for is kept per zone. `formatToParts` costs ~15 µs, and the server asks for the date of "now"
- * several times a turn (statistics, daily logs).
+ * minute asked for is kept per zone: `formatToParts` is slow, and the server asks for the date of "now" several
+ * times a turn (statistics, daily logs).
  */
 const WHOLE_MINUTE_OFFSETS_SINCE = Date.UTC(1980, 0, 1);
 const lastMinute = new Map<string, { readonly minute: number; readonly parts: LocalParts }>();

@@ -6,7 +6,7 @@ import type { MemoryChunk } from "./types.js";
 export interface ChunkMarkdownOptions {
   /**
    * Largest chunk, in tokens (default 600: a dialogue session or two; 400 lost answers a line beside
-   * the chunk, bench:conversational in BENCHMARKS.md).
+   * the chunk in bench/conversational-retrieval.ts).
    */
   readonly maxTokens?: number;
   /** Tokens of whole lines repeated at the start of the next chunk when a section is cut (default 80). */

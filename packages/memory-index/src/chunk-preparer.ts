@@ -70,18 +70,16 @@ const fromSources = workerFile.pathname.endsWith(".ts");
 
 /**
  * Bytes of files in one go (submitted since the preparer was last idle, plus those the caller expects) that
- * start the worker; a single saved file never starts it. The worker is ready in ~0.15 s from the TypeScript sources
- * (see {@link startIndexWorker}). bench/search's 400 files (2.4 MB) index faster with it (BENCHMARKS.md, "Indexing,
- * third pass"); the year corpus (366 files, 1.1 MB, ~0.25-0.37 s alone at load 2) took 0.29-0.55 s with it
- * (threshold 256 KB), so it stays on this thread.
+ * start the worker; a single saved file never starts it. Starting the worker takes a fraction of a second, so a
+ * corpus of a few megabytes indexes faster with it and one of about a megabyte (a year of daily logs) faster
+ * without it (bench/search.ts).
  */
 export const workerStartBytes = 1.5 * 1024 * 1024;
 
 /**
  * Bytes of files whose chunks are with the worker at once: enough that it keeps busy while the main thread
  * writes a batch of 500 chunks (~50 ms; ~64 files of ~6 KB at the worker's ~0.4-0.8 ms a file), few enough
- * that the main thread has queued files left to prepare itself when it would wait. (With whole files in the
- * worker, built, bench/search's 400 files: 2,434-2,646 chunks/s with 32 files at once, 2,142-2,823 with 64.)
+ * that the main thread has queued files left to prepare itself when it would wait.
  */
 const WORKER_IN_FLIGHT_BYTES = 384 * 1024;
 
@@ -347,7 +345,7 @@ export function createChunkPreparer(options: ChunkPreparerOptions): ChunkPrepare
           if (state.kind === "queued" && worker !== undefined && !ready) {
             // While the worker starts, this thread cuts the queued files in order (its half of the work either
             // way), and analyses this one itself only once all are cut: analysing here too made it warm up
-            // the analysis (JIT, the segmenter) as well, ~110-230 ms for the first files of bench/search.
+            // the analysis (JIT, the segmenter) as well, a slow start for the first files.
             const uncut = queue.find((queued) => queued.chunks === undefined);
             if (uncut !== undefined) cutHere(uncut);
             await yieldNowAndThen(); // its "ready"

@@ -81,7 +81,7 @@ function inverseDocumentFrequency(concept: QueryConcept, statistics: TermStatist
 
 /**
  * An identifier held by more than this share of chunks (the two speakers' names in a chat log) is
- * a word like any other: holding it says little about a chunk (bench:conversational, BENCHMARKS.md).
+ * a word like any other: holding it says little about a chunk (measured with bench/conversational-retrieval.ts).
  */
 const rareIdentifierShare = 0.1;
 /** Term frequencies saturate (BM25); counting past this is waste. */
@@ -137,8 +137,7 @@ interface CandidateText {
 }
 
 /**
- * {@link CandidateText} of a chunk, once per frozen chunk object (see {@link memoizeFrozen}): ~1 µs a candidate
- * for 1.5 KB of ASCII, more with NFKC.
+ * {@link CandidateText} of a chunk, once per frozen chunk object (see {@link memoizeFrozen}).
  */
 const candidateText = memoizeFrozen((chunk: StoredChunk): CandidateText => {
   const searchable = searchableText(chunk);
@@ -164,7 +163,7 @@ let held = new Float64Array(1024);
 /**
  * The IDF weight of the query concepts found together on the chunk's best line. A chunk whose one line
  * holds the speaker's name and the topic beats a chunk dense with the name alone, which whole-chunk
- * BM25 cannot tell apart (bench:conversational in BENCHMARKS.md: ±1 line around it measured worse).
+ * BM25 cannot tell apart (bench/conversational-retrieval.ts: ±1 line around it measured worse).
  */
 function bestLine(
   text: string,

@@ -1,4 +1,4 @@
-// The memory index and search (issue #6): chunking, analysis, backends, search, the memory tools, the watcher and indexer.
+// The memory index and search: chunking, analysis, backends, search, the memory tools, the watcher and indexer.
 export { type ChunkMarkdownOptions, chunkMarkdown, embeddingInput } from "./chunk-markdown.js";
 export { type CircuitState, createCircuitBreaker } from "./circuit-breaker.js";
 export {

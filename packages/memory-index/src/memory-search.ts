@@ -191,7 +191,7 @@ export function createMemorySearch(config: MemorySearchConfig): MemorySearch {
         .map((hit) => {
           // The range is the chunk that matched (what `memory_get` reads back, the snippet's lines among
           // them); the snippet shows its best-matching lines. Narrowing the range to the snippet was measured:
-          // it hid answers a line or two beside the shown window (bench:conversational R@10 en 60.5 → 56.3).
+          // it hid answers a line or two beside the shown window (bench/conversational-retrieval.ts measured worse recall).
           const snippet = makeSnippet(
             hit.chunk,
             analyzed,

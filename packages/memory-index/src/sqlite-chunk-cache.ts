@@ -1,9 +1,9 @@
 import type { StoredChunk } from "./types.js";
 
 /**
- * Chunks a search has read, by rowid, kept until the index changes. Reading a search's 32 candidates back
- * from SQLite turned ~350 column values a query into JS strings (~65 µs of a ~350 µs search on the year
- * corpus); a chunk read once is served from here until its row is deleted. The backend drops the rows it deletes
+ * Chunks a search has read, by rowid, kept until the index changes. Reading a search's candidates back from
+ * SQLite turned hundreds of column values a query into JS strings (a fifth of a search); a chunk read once is
+ * served from here until its row is deleted. The backend drops the rows it deletes
  * (a file's chunks are deleted and inserted anew when it changes) and clears it all when another connection has
  * written the file (`PRAGMA data_version`).
  */

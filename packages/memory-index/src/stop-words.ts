@@ -17,7 +17,7 @@ const chinese = `的 了 是 在 我 你 他 她 它 们 这 那 有 和 与 及
 
 // Words that frame a question rather than name its topic ("what time…", "on which day…", "what is it
 // called", "what did they think of…"): the line that answers rarely holds them. Chosen from the words of
-// bench:conversational's tuning-half questions that were never in an answer line, keeping only those
+// bench/conversational-retrieval.ts's tuning-half questions that were never in an answer line, keeping only those
 // that say how something is asked, not what it is about (never per question).
 const questionFrames = "time day date place name named call called choose think";
 

@@ -10,14 +10,14 @@ const cjkTest = new RegExp(`[${cjkClass}${spacelessClass}]`, "u");
 /** Text prepared for {@link containsTerm}: NFKC, lower case (what the analyser sees). */
 export function normalizeForMatching(text: string): string {
   // No ASCII shortcut here: analysis hands it the stretches the ASCII scanner did not take (they hold non-ASCII),
-  // where testing first costs more than it saves (1.5 KB with a Chinese phrase: 6.0 → 7.4 µs). Whole candidate
-  // texts, mostly ASCII, go through normalizeCandidateText.
+  // where testing first costs more than it saves. Whole candidate texts, mostly ASCII, go through
+  // normalizeCandidateText.
   return text.normalize("NFKC").toLowerCase();
 }
 
 /**
  * Whether every code unit of `text` is ASCII: its UTF-8 length equals its length only then. `Buffer.byteLength`
- * answers in ~0.2 µs for 1.5 KB, where V8's NFKC spends ~1.5 µs proving ASCII text unchanged.
+ * answers several times faster than V8's NFKC proves ASCII text unchanged.
  */
 export function isAscii(text: string): boolean {
   return Buffer.byteLength(text, "utf8") === text.length;
@@ -25,8 +25,7 @@ export function isAscii(text: string): boolean {
 
 /**
  * {@link normalizeForMatching} for a whole candidate's text, with ASCII text only lower-cased (NFKC leaves it as
- * it is). Scoring and snippets normalise every candidate of every query: on the year corpus (all ASCII) NFKC was
- * ~50 of ~230 µs of scoring; 1.5 KB of ASCII 2.9 → 0.9 µs.
+ * it is). Scoring and snippets normalise every candidate of every query, where NFKC was a fifth of scoring.
  */
 export function normalizeCandidateText(text: string): string {
   return isAscii(text) ? text.toLowerCase() : normalizeForMatching(text);
@@ -122,7 +121,7 @@ function forEachOccurrence(normalized: string, term: string, visit: (offset: num
 /**
  * Length of a text in words (each CJK character counting as one), for BM25's length normalization: what the
  * pattern `[CJK]|[\p{L}\p{N}\p{M}]+` would count, without a regular expression on ASCII. Scoring measures every
- * candidate of every query; the regex version was ~0.4 ms a query (profile of bench/search.ts at 10k chunks).
+ * candidate of every query, where a regular expression was a visible share of a search.
  */
 export function textLength(normalized: string): number {
   let length = 0;

@@ -376,9 +376,8 @@ async function openIndex(
 
 /**
  * What a memory file is right now (inode, size, change times; `-` when it is missing or cannot be read), asked
- * blocking: a cached lstat costs the main thread a few µs, where a call handed to libuv's pool held it 20–35 µs
- * and queued behind the sessions' fsyncs, before each new session's first model call (BENCHMARKS.md, "Issue 14,
- * eleventh pass").
+ * blocking: a cached lstat needs no trip through libuv's pool, where it would queue behind the sessions' fsyncs
+ * before each new session's first model call.
  */
 function fileStamp(workspace: string, file: string): string {
   try {

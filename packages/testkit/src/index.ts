@@ -1,3 +1,4 @@
+export { type FakeProxy, type FakeProxyOptions, type ProxiedRequest, startFakeProxy } from "./fake-proxy.js";
 export {
   createRecordingLogger,
   type LogEntry,

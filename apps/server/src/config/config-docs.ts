@@ -44,6 +44,13 @@ const ENV_SECTIONS: readonly EnvSection[] = [
     ],
     prefixes: ["model."],
   },
+  {
+    title: "Proxy",
+    intro: [
+      "The standard variables, read by Almanac itself for model and embedding requests (README, proxy).",
+    ],
+    prefixes: ["network."],
+  },
   { title: "Server", intro: [], prefixes: ["home", "server.", "log.", "shutdown."] },
   {
     title: "Chat apps: Discord",

@@ -14,6 +14,8 @@ export interface SettingMeta {
   readonly secretValues?: boolean;
   /** Example value for README and `.env.example` when there is no default. */
   readonly example?: string;
+  /** Other spellings of the variable read when `env` is unset (the lower-case proxy variables). */
+  readonly envAliases?: readonly string[];
 }
 
 /** A setting registry: one schema per key carries its env name and description (single source for docs). */
@@ -163,10 +165,29 @@ export const configSchema = z.strictObject({
         description: "Extra HTTP headers for the model endpoint, as a JSON object.",
         example: '{"X-Org":"me"}',
       }),
-      httpClient: setting(z.enum(["node", "fetch"]).default("node"), {
-        env: "ALMANAC_MODEL_HTTP_CLIENT",
+    })
+    .prefault({}),
+  network: z
+    .strictObject({
+      httpsProxy: setting(httpUrl.optional(), {
+        env: "HTTPS_PROXY",
+        envAliases: ["https_proxy"],
         description:
-          "How model and embedding requests go out: node (keep-alive node:http, the cheapest; never through a proxy) or fetch (Node's global fetch: behind a proxy, with NODE_USE_ENV_PROXY=1 and HTTPS_PROXY on Node 24).",
+          "Proxy for https:// model and embedding endpoints (the standard variable, read by Almanac itself). Credentials in it are masked in every view.",
+        example: "http://proxy.example:3128",
+      }),
+      httpProxy: setting(httpUrl.optional(), {
+        env: "HTTP_PROXY",
+        envAliases: ["http_proxy"],
+        description: "Proxy for http:// model and embedding endpoints.",
+        example: "http://proxy.example:3128",
+      }),
+      noProxy: setting(z.string().optional(), {
+        env: "NO_PROXY",
+        envAliases: ["no_proxy"],
+        description:
+          "Hosts reached without the proxy: comma-separated names, .domains, host:port, or *. localhost, 127.0.0.1 and ::1 are always direct.",
+        example: "ollama,.corp.example",
       }),
     })
     .prefault({}),

@@ -2,7 +2,14 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, missingModelSettings, redactConfig, secretValues } from "./load-config.js";
+import {
+  ConfigError,
+  loadConfig,
+  missingModelSettings,
+  proxySettingsOf,
+  redactConfig,
+  secretValues,
+} from "./load-config.js";
 import { listSettings } from "./settings.js";
 
 let cwd: string;
@@ -216,6 +223,20 @@ describe("loadConfig", () => {
     expect(secretValues(config)).toEqual(expect.arrayContaining(["hunter2-pass", "azure-key-123"]));
   });
 
+  it("reads the standard proxy variables, lower-case spellings too, and sends loopback directly", () => {
+    const { config } = loadConfig({
+      env: { https_proxy: "http://u:p4ss@proxy.corp:3128", NO_PROXY: ".corp.example" },
+      cwd,
+      dotenv: false,
+    });
+    expect(proxySettingsOf(config)).toEqual({
+      httpsProxy: "http://u:p4ss@proxy.corp:3128",
+      noProxy: "localhost,127.0.0.1,::1,.corp.example",
+    });
+    expect(JSON.stringify(redactConfig(config))).not.toContain("p4ss");
+    expect(secretValues(config)).toContain("p4ss");
+  });
+
   it("masks secrets in the redacted view", () => {
     const { config } = loadConfig({
       env: { ALMANAC_MODEL_API_KEY: "sk-very-secret", ALMANAC_ADMIN_TOKEN: "a-long-admin-token-123" },
@@ -228,13 +249,13 @@ describe("loadConfig", () => {
 });
 
 describe("settings", () => {
-  it("documents every key with a unique ALMANAC_ environment variable", () => {
+  it("documents every key with a unique ALMANAC_ environment variable (the standard proxy variables aside)", () => {
     const settings = listSettings();
     expect(settings.length).toBeGreaterThan(15);
     const envs = settings.map((setting) => setting.env);
     expect(new Set(envs).size).toBe(envs.length);
     for (const setting of settings) {
-      expect(setting.env).toMatch(/^ALMANAC_[A-Z0-9_]+$/);
+      expect(setting.env).toMatch(/^(ALMANAC_[A-Z0-9_]+|HTTPS?_PROXY|NO_PROXY)$/);
       expect(setting.description.length).toBeGreaterThan(10);
     }
   });

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { isAbsolute, resolve } from "node:path";
 import { UserError } from "@almanac/core";
+import type { ProxySettings } from "@almanac/llm";
 import { parse as parseDotenv } from "dotenv";
 import type * as Yaml from "yaml";
 import type { z } from "zod";
@@ -211,6 +212,19 @@ function editDistance(a: string, b: string): number {
   return previous[b.length] ?? 0;
 }
 
+/**
+ * The proxy settings model requests go out with: the configured proxies, with loopback always direct (a model on
+ * the same machine is never behind the proxy a network's other traffic needs).
+ */
+export function proxySettingsOf(config: AlmanacConfig): ProxySettings {
+  const { httpProxy, httpsProxy, noProxy } = config.network;
+  return {
+    ...(httpProxy === undefined ? {} : { httpProxy }),
+    ...(httpsProxy === undefined ? {} : { httpsProxy }),
+    noProxy: ["localhost", "127.0.0.1", "::1", ...(noProxy === undefined ? [] : [noProxy])].join(","),
+  };
+}
+
 /** Variables that are not settings of the schema but that Almanac reads. */
 const OTHER_VARIABLES = new Set(["ALMANAC_CONFIG"]);
 
@@ -257,7 +271,8 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
       sources.set(setting.path, "file");
       continue;
     }
-    const text = env[setting.env];
+    const variable = [setting.env, ...(setting.envAliases ?? [])].find((name) => (env[name] ?? "") !== "");
+    const text = variable === undefined ? undefined : env[variable];
     if (text !== undefined && text !== "") {
       setPath(input, setting.path, fromEnv(setting, text));
       sources.set(setting.path, "env");

@@ -1,7 +1,5 @@
-import { createRequire } from "node:module";
 import helmet from "@fastify/helmet";
-import type * as Swagger from "@fastify/swagger";
-import type { FastifyInstance, RouteOptions } from "fastify";
+import swagger from "@fastify/swagger";
 import fp from "fastify-plugin";
 import { installBearerAuth, type RouteEntry } from "../http/auth.js";
 import { errorBody, installErrorHandler, installPathLimit } from "../http/http-errors.js";
@@ -71,7 +69,7 @@ export const httpPlugin = fp(
       if (text.trim() === "") return done(null, undefined);
       defaultJsonParser(request, text, done);
     });
-    installLazySwagger(app, {
+    await app.register(swagger, {
       openapi: {
         info: {
           title: "Almanac",
@@ -128,63 +126,3 @@ export const httpPlugin = fp(
     decorators: { fastify: ["adminToken", "storage", "shutdown", "almanacVersion"] },
   },
 );
-
-/** The hooks @fastify/swagger's dynamic mode adds, which {@link installLazySwagger} records for it. */
-const SWAGGER_HOOKS = ["onRoute", "onRegister", "onReady"] as const;
-
-/**
- * `app.swagger()` as `app.register(swagger, options)` makes it, with @fastify/swagger (and the YAML parser it
- * loads: ~40 ms of CPU at every start) loaded on the first call instead: until then the routes and plugin
- * instances are only recorded, by the hooks the plugin itself would add, and handed to it then, in the same
- * order (http-plugin.test.ts compares the documents). A hook the plugin adds that this does not replay fails
- * that first call instead of leaving routes out.
- */
-export function installLazySwagger(
-  app: FastifyInstance,
-  options: Swagger.FastifyDynamicSwaggerOptions,
-): void {
-  const routes: RouteOptions[] = [];
-  const instances: FastifyInstance[] = [];
-  app.addHook("onRoute", (route) => {
-    routes.push(route);
-  });
-  app.addHook("onRegister", (instance) => {
-    instances.push(instance);
-  });
-  let swagger: FastifyInstance["swagger"] | undefined;
-  const build = (): FastifyInstance["swagger"] => {
-    const hooks = new Map<string, (...args: unknown[]) => unknown>();
-    let decorated: unknown;
-    const host = {
-      addHook: (name: string, hook: (...args: unknown[]) => unknown) => {
-        if (!(SWAGGER_HOOKS as readonly string[]).includes(name)) {
-          throw new Error(`@fastify/swagger added a "${name}" hook, which the lazy document does not replay`);
-        }
-        hooks.set(name, hook);
-      },
-      decorate: (_name: string, value: unknown) => {
-        decorated = value;
-      },
-      getSchemas: () => app.getSchemas(),
-    };
-    const plugin = createRequire(import.meta.url)("@fastify/swagger") as typeof Swagger.fastifySwagger;
-    let failure: unknown;
-    (plugin as unknown as (host: unknown, options: unknown, done: (error?: unknown) => void) => void)(
-      host,
-      options,
-      (error) => {
-        failure = error;
-      },
-    );
-    if (failure) throw failure;
-    for (const route of routes) hooks.get("onRoute")?.(route);
-    for (const instance of instances) hooks.get("onRegister")?.(instance);
-    hooks.get("onReady")?.(() => {});
-    if (typeof decorated !== "function") throw new Error("@fastify/swagger decorated no document function");
-    return decorated as FastifyInstance["swagger"];
-  };
-  app.decorate("swagger", ((documentOptions?: { yaml?: boolean }) => {
-    swagger ??= build();
-    return swagger(documentOptions as { yaml: boolean });
-  }) as FastifyInstance["swagger"]);
-}

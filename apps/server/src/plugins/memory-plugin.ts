@@ -6,6 +6,7 @@ import { createMemory, type Memory, type MemoryIndexChoice } from "@almanac/memo
 import fp from "fastify-plugin";
 import { compactionWindow } from "../config/compaction-window.js";
 import type { AlmanacConfig } from "../config/config-schema.js";
+import { proxySettingsOf } from "../config/load-config.js";
 import { resolveMemoryScope } from "../memory-scope.js";
 import { aTurnAfterReady } from "./after-ready.js";
 import { PLUGIN } from "./plugin-names.js";
@@ -43,7 +44,7 @@ export const memoryPlugin = fp(
               baseURL: embedding.baseUrl,
               apiKey: embedding.apiKey ?? "",
               model: embedding.model,
-              httpClient: config.model.httpClient,
+              proxy: proxySettingsOf(config),
               ...(embedding.dimensions === undefined ? {} : { dimensions: embedding.dimensions }),
               logger: app.log,
             }),

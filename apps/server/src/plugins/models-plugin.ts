@@ -1,7 +1,7 @@
 import { type ChatModel, createTokenCounter, type TokenCounter, type Usage } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import fp from "fastify-plugin";
-import { missingModelSettings } from "../config/load-config.js";
+import { missingModelSettings, proxySettingsOf } from "../config/load-config.js";
 import { PLUGIN } from "./plugin-names.js";
 
 /** Told of every model response's token usage (the stats journal records it per day). */
@@ -37,7 +37,7 @@ export const modelsPlugin = fp(
         apiKey: config.model.apiKey ?? "",
         model: modelName,
         headers: config.model.headers,
-        httpClient: config.model.httpClient,
+        proxy: proxySettingsOf(config),
         contextWindow: config.model.contextWindow,
         // Every request carries the cap, so prompt + answer never exceed the window.
         maxOutputTokens: config.model.maxOutputTokens,

@@ -1,14 +1,13 @@
 import { statSync } from "node:fs";
-import { lstat } from "node:fs/promises";
-import { isErrnoCode, readUtf8 } from "@almanac/core";
+import { lstat, readFile } from "node:fs/promises";
+import { isErrnoCode } from "@almanac/core";
 
 /** Reads a UTF-8 file; `undefined` when it does not exist (other errors are thrown). */
 export async function readTextIfExists(path: string): Promise<string | undefined> {
   try {
     // A missing file (a new session's snapshot) is answered without the thread pool: see `isMissing`.
     if (isMissing(path)) return undefined;
-    // node:fs's callback readFile: it costs the main thread less than the promise one (fs-calls.ts).
-    return await readUtf8(path);
+    return await readFile(path, "utf8");
   } catch (error) {
     if (isErrnoCode(error, "ENOENT")) return undefined;
     throw error;
@@ -16,10 +15,9 @@ export async function readTextIfExists(path: string): Promise<string | undefined
 }
 
 /**
- * True when nothing is at `path`, asked blocking: a lookup in the kernel's directory cache costs the main thread a
- * few µs, where a call through libuv's 4-thread pool waits behind every fsync queued before it. 100 sessions
- * starting at once queue hundreds of fsyncs, and each new session looked up its snapshot and its transcript that
- * way before its first model call. A file created right after this answer is read by the next call, as if it had
+ * True when nothing is at `path`, asked blocking: a lookup in the kernel's directory cache needs no trip through
+ * libuv's thread pool, where it would wait behind every fsync queued before it (many sessions starting at once
+ * queue hundreds), and each new session looks up its snapshot and its transcript before its first model call. A file created right after this answer is read by the next call, as if it had
  * come a moment later; one removed right after it is still reported missing by the read itself.
  */
 export function isMissing(path: string): boolean {

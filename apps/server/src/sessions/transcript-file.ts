@@ -1,18 +1,13 @@
-import { closeSync, fstatSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { dirname } from "node:path";
 import {
-  closeFd,
   fsyncDirectory,
-  fsyncFd,
-  ftruncateFd,
   isErrnoCode,
   type Logger,
   type Message,
-  openFd,
-  readFd,
+  PRIVATE_FILE_MODE,
   type StagedFile,
-  writeWhole,
 } from "@almanac/core";
 import { linesOf } from "../lines-of.js";
 import { isMissing } from "./file-helpers.js";
@@ -62,13 +57,11 @@ export interface AppendOptions {
 const MAX_OPEN_TRANSCRIPTS = 128;
 
 /**
- * A transcript's kept append descriptor, the file it was opened on (to tell whether the path still names it),
- * and the file size right after our last append through it. A descriptor rather than a FileHandle: each
- * turn's fsync and each new transcript's open cost the main thread less through node:fs's callback API (see
- * core's fs-calls.ts); this module closes every descriptor it opens.
+ * A transcript's kept append handle, the file it was opened on (to tell whether the path still names it), and
+ * the file size right after our last append through it. This module closes every handle it opens.
  */
 interface OpenTranscript {
-  readonly fd: number;
+  readonly handle: FileHandle;
   readonly ino: number;
   readonly dev: number;
   readonly end: number;
@@ -95,7 +88,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
    * cache while in use; a kept handle whose file was replaced or removed meanwhile is closed and reopened.
    */
   async function take(path: string): Promise<{
-    fd: number;
+    handle: FileHandle;
     ino: number;
     dev: number;
     size: number;
@@ -107,12 +100,12 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
     openTranscripts.delete(path);
     if (kept !== undefined) {
       // One stat of the path: the same file (device and inode) as the kept handle's means its size is ours too.
-      // Blocking: a stat of a file just written costs ~4 µs of CPU, the promise one 30–40 µs (thread pool).
+      // Blocking: a stat of a file just written is cheap in the kernel and needs no trip through the thread pool.
       let onDisk: { ino: number; dev: number; size: number } | undefined;
       try {
         onDisk = statSync(path, { throwIfNoEntry: false });
       } catch (error) {
-        await closeFd(kept.fd).catch(() => {});
+        await kept.handle.close().catch(() => {});
         throw error;
       }
       if (onDisk !== undefined && onDisk.ino === kept.ino && onDisk.dev === kept.dev)
@@ -120,14 +113,12 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
       // Replaced or removed behind our back: what we left unsynced is in a file that is no longer the transcript.
       await release(path, kept);
     }
-    const fd = await openFd(path, "a+", 0o600);
+    const handle = await open(path, "a+", PRIVATE_FILE_MODE);
     try {
-      // Blocking: the descriptor is open, so this reads the inode we hold (~2 µs) instead of queueing in the
-      // thread pool behind other sessions' fsyncs (a new session does this before its first model call).
-      const { ino, dev, size } = fstatSync(fd);
-      return { fd, ino, dev, size, end: undefined, unsynced: false };
+      const { ino, dev, size } = await handle.stat();
+      return { handle, ino, dev, size, end: undefined, unsynced: false };
     } catch (error) {
-      await closeFd(fd).catch(() => {});
+      await handle.close().catch(() => {});
       throw error;
     }
   }
@@ -157,7 +148,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
   async function syncEntry(path: string, entry: OpenTranscript): Promise<void> {
     if (entry.unsynced === false) return;
     try {
-      await fsyncFd(entry.fd);
+      await entry.handle.sync();
       if (entry.unsynced === "new file") await fsyncDirectory(dirname(path));
     } catch (error) {
       failedSyncs.set(path, error);
@@ -166,26 +157,18 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
     }
   }
 
-  /**
-   * Closes a handle taken out of the cache, fsyncing first what it left unsynced. The close is blocking: with
-   * nothing left to write it costs microseconds, where a call handed to the thread pool held the main thread
-   * 20–35 µs on the 2-core bench machine (its profile samples in the call that only queues the work, over
-   * 1,600 new sessions in bench/new-sessions.ts, each new transcript pushing the least recently used one out).
-   */
+  /** Closes a handle taken out of the cache, fsyncing first what it left unsynced. */
   async function release(path: string, entry: OpenTranscript): Promise<void> {
     await syncEntry(path, entry).catch(() => {});
-    try {
-      closeSync(entry.fd);
-    } catch {
-      // Already closed or gone with the file: nothing is lost (what it held was fsynced or reported above).
-    }
+    // Already closed or gone with the file: nothing is lost (what it held was fsynced or reported above).
+    await entry.handle.close().catch(() => {});
   }
 
   return {
     async append(key, path, lines, options = {}) {
       const { alongside, deferSync = false } = options;
       const taken = await take(path);
-      const { fd, ino, dev, size, end } = taken;
+      const { handle, ino, dev, size, end } = taken;
       // A new transcript must stay in the directory after a power loss: its directory is fsynced with the first
       // synced append. (A snapshot's rename needs no directory fsync: without it the session is rebuilt from
       // the transcript, which holds everything.)
@@ -197,7 +180,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
         // can end in a torn line.
         if (size > 0 && size !== end) {
           const last = Buffer.alloc(1);
-          await readFd(fd, last, 1, size - 1);
+          await handle.read(last, 0, 1, size - 1);
           // A crash mid-append left a line without its newline; start ours on a fresh line so only
           // the torn line is lost, not the first new message as well.
           if (last[0] !== 0x0a) {
@@ -207,9 +190,9 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
         }
         const bytes = Buffer.from(`${prefix}${lines.join("\n")}\n`, "utf8");
         if (deferSync && alongside === undefined) {
-          await writeWhole(fd, bytes);
+          await handle.writeFile(bytes);
           keep(path, {
-            fd,
+            handle,
             ino,
             dev,
             end: size + bytes.byteLength,
@@ -220,9 +203,9 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
         }
         const staging = alongside?.(size + bytes.byteLength);
         const appending = (async () => {
-          await writeWhole(fd, bytes);
+          await handle.writeFile(bytes);
           // The new file's directory entry beside its data: neither needs the other first.
-          await Promise.all([fsyncFd(fd), newFile ? fsyncDirectory(dirname(path)) : undefined]);
+          await Promise.all([handle.sync(), newFile ? fsyncDirectory(dirname(path)) : undefined]);
         })();
         const [appended, staged] = await Promise.allSettled([appending, staging]);
         if (appended.status === "rejected" || staged.status === "rejected") {
@@ -230,21 +213,21 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
           throw appended.status === "rejected" ? appended.reason : (staged as PromiseRejectedResult).reason;
         }
         await staged.value?.publish({ syncDirectory: false });
-        keep(path, { fd, ino, dev, end: size + bytes.byteLength, unsynced: false });
+        keep(path, { handle, ino, dev, end: size + bytes.byteLength, unsynced: false });
         kept = true;
       } catch (error) {
         // A full disk can take part of the lines: cut them off again so the transcript never holds a
         // half-written line, and the caller (who gets the error) may append the same messages later.
         await (async () => {
-          await ftruncateFd(fd, size);
-          await fsyncFd(fd);
+          await handle.truncate(size);
+          await handle.sync();
           if (newFile) await fsyncDirectory(dirname(path));
         })().catch((truncateError: unknown) =>
           logger.error({ key, path, err: truncateError }, "could not cut a failed append off the transcript"),
         );
         throw error;
       } finally {
-        if (!kept) await closeFd(fd).catch(() => {});
+        if (!kept) await handle.close().catch(() => {});
       }
     },
 
@@ -256,7 +239,7 @@ export function createTranscriptFiles(logger: Logger): TranscriptFiles {
       try {
         await syncEntry(path, kept);
       } catch (error) {
-        await closeFd(kept.fd).catch(() => {});
+        await kept.handle.close().catch(() => {});
         throw error;
       }
       keep(path, { ...kept, unsynced: false });

@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
-import { appendFileSync, closeSync } from "node:fs";
-import { mkdir, readdir } from "node:fs/promises";
+import { appendFile, mkdir, readdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { type Logger, openFd, PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, writeWhole } from "@almanac/core";
+import { describeError, type Logger, PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE } from "@almanac/core";
 import { localDateOf } from "@almanac/memory-files";
 import { z } from "zod";
 import { readTextIfExists } from "../sessions/file-helpers.js";
@@ -154,20 +153,6 @@ export function lastLocalDates(days: number, now: number, timeZone: string): str
   return dates.reverse();
 }
 
-/**
- * The first append to a file: created through the thread pool (creating waits on the file system's journal, see
- * the journal's comment), written and closed blocking (a few hundred bytes into the page cache). The promise
- * `appendFile` took two more trips through the pool, each queued behind the sessions' fsyncs, and a FileHandle.
- */
-async function appendToNewFile(file: string, text: string): Promise<void> {
-  const fd = await openFd(file, "a", PRIVATE_FILE_MODE);
-  try {
-    await writeWhole(fd, text);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /** A file name for a session key: keys may hold any character, so the name is its hash. */
 function sessionFile(dir: string, sessionKey: string): string {
   return join(dir, "sessions", `${createHash("sha256").update(sessionKey).digest("hex").slice(0, 32)}.jsonl`);
@@ -182,17 +167,10 @@ export function createStatsJournal(options: StatsJournalOptions): StatsJournal {
   // One chain of writes for the whole journal: appends land in the order they were made. Lines for a file whose
   // write is already scheduled join it, so a busy server writes each file once per round rather than once per
   // record. Not fsynced: a statistics point needs to survive a crash of the process (the kernel has the write),
-  // not a power cut; syncing cost two fdatasyncs and ten file-system calls a turn for chart points
-  // (bench/server-process.ts, 2026-12-03). An append to a file this journal has written before is blocking: a
-  // few hundred bytes into the page cache take microseconds, where the promise form's open, write and close
-  // through the thread pool were 2.4 % of the server's main thread over 300 sequential turns (profile,
-  // 2026-12-03). The first append to a file goes through the pool: creating a file waits on the file system's
-  // journal, which the sessions' fsyncs keep busy, and a new session's file blocked the main thread for 0.34 ms
-  // (p50; p90 0.57 ms) where an append to an existing one took ~0.08 ms (`strace -T`, both traced, 2026-12-03).
+  // not a power cut.
   let writes: Promise<void> = Promise.resolve();
   const pending = new Map<string, string[]>();
   const madeFolders = new Set<string>();
-  const writtenFiles = new Set<string>();
   // Session keys' file names, so a turn hashes nothing (bounded: cleared when full).
   const sessionFiles = new Map<string, string>();
   const fileOf = (sessionKey: string): string => {
@@ -222,18 +200,14 @@ export function createStatsJournal(options: StatsJournalOptions): StatsJournal {
           await mkdir(folder, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
           madeFolders.add(folder);
         }
-        if (writtenFiles.has(file))
-          appendFileSync(file, lines.join(""), { encoding: "utf8", mode: PRIVATE_FILE_MODE });
-        else {
-          await appendToNewFile(file, lines.join(""));
-          if (writtenFiles.size >= 10_000) writtenFiles.clear();
-          writtenFiles.add(file);
-        }
+        await appendFile(file, lines.join(""), { encoding: "utf8", mode: PRIVATE_FILE_MODE });
       } catch (error) {
-        // A folder removed meanwhile is made again next time, and the file created off the main thread again.
+        // A folder removed meanwhile is made again next time.
         madeFolders.clear();
-        writtenFiles.delete(file);
-        logger.warn({ err: error, file }, "could not record a statistics point; the charts miss it");
+        logger.warn(
+          { error: describeError(error), file },
+          "could not record a statistics point; the charts miss it",
+        );
       }
     });
     return writes;
