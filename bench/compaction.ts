@@ -2,11 +2,13 @@
  * Context compaction on a generated tool-heavy conversation (1,000 turns, tool outputs of 2–20 KB, 16K window):
  * tokens removed by each cheap pass, how much of the summarizer's input the passes removed before the model
  * call, summary calls per 1,000 turns, peak prompt versus threshold, and time spent in the hook per step.
- * Then the hook's cost on a 1,000-message session where no compaction is due.
- * Run: npx tsx bench/compaction.ts   (not part of the test run; models are in-process fakes, no network)
+ * Then the hook's cost on a session of 1,000 messages growing to 1,500 where no compaction is due.
+ * Run: npx tsx bench/compaction.ts [--json <file>]   (not part of the test run; models are in-process fakes,
+ * no network)
  */
 import { performance } from "node:perf_hooks";
-import { createAgent, createHookRegistry, createToolkit, WorkingMemory } from "@almanac/agent";
+import { parseArgs } from "node:util";
+import { createAgent, createToolkit, WorkingMemory } from "@almanac/agent";
 import {
   type CompactionEndEvent,
   type CompactionEvent,
@@ -27,7 +29,11 @@ import {
 import { createReportTool, createSaveNoteTool } from "../packages/compaction/test/generated-tools.js";
 import { requestHasTurnPrefix, validSummary } from "../packages/compaction/test/summary-fixtures.js";
 import { createRandom, generatedText } from "../packages/compaction/test/transcripts.js";
+import { Figures, jsonOption } from "./figures.js";
 import { percentile } from "./sample-stats.js";
+
+const { values } = parseArgs({ options: { ...jsonOption } });
+const figures = new Figures(values.json);
 
 const TURNS = 1_000;
 const WINDOW = 16_384;
@@ -147,14 +153,12 @@ async function longConversation(): Promise<void> {
   });
   const hookTimes: Array<{ ms: number; compaction: "none" | "cheap" | "summary" }> = [];
   let eventsBefore = 0;
-  // Handlers run in registration order: a stopwatch before and after the compactor's own handler.
-  const hooks = createHookRegistry();
+  // The steps run in the listed order: a stopwatch before and after the compactor's own step.
   let hookStart = 0;
-  hooks.on("preReasoning", () => {
+  const startWatch = () => {
     hookStart = performance.now();
-  });
-  compactor.attach(hooks);
-  hooks.on("preReasoning", () => {
+  };
+  const stopWatch = () => {
     const time = performance.now() - hookStart;
     const ends = events
       .slice(eventsBefore)
@@ -163,11 +167,11 @@ async function longConversation(): Promise<void> {
     const kind =
       ends.length === 0 ? "none" : ends.some((end) => end.outcome === "summarized") ? "summary" : "cheap";
     hookTimes.push({ ms: time, compaction: kind });
-  });
+  };
   const agent = createAgent({
     model: createMainModel(providerCounter, peak),
     toolkit: createToolkit([createReportTool(42), createSaveNoteTool()]),
-    hooks,
+    beforeModelCall: [startWatch, compactor.beforeModelCall, stopWatch],
     systemPrompt: SYSTEM_PROMPT,
     clock,
   });
@@ -223,12 +227,20 @@ async function longConversation(): Promise<void> {
     `| peak prompt (provider count) vs threshold vs window | ${int(peak.tokens)} / ${int(threshold)} / ${int(WINDOW)} |`,
   );
   console.log(`| context-length refusals | ${peak.overflows} |`);
+  figures.add("summary-calls-per-1000-turns", (sent.length * 1_000) / TURNS, "calls");
+  figures.add("removed-before-summary", original === 0 ? Number.NaN : (1 - sentTotal / original) * 100, "%", {
+    atLeast: 40,
+  });
+  figures.add("peak-prompt", peak.tokens, "tokens");
+  figures.add("context-length-refusals", peak.overflows, "refusals", { below: 1 });
   for (const kind of ["none", "cheap", "summary"] as const) {
     const times = hookTimes.filter((entry) => entry.compaction === kind).map((entry) => entry.ms);
     if (times.length === 0) continue;
     console.log(
       `| hook per step, ${kind === "none" ? "no compaction" : kind === "cheap" ? "cheap passes only" : "summarizing"} (${times.length} steps) | p50 ${ms(percentile(times, 50))}, p99 ${ms(percentile(times, 99))}, max ${ms(Math.max(...times))} |`,
     );
+    figures.add(`hook-${kind}-p50`, percentile(times, 50), "ms");
+    figures.add(`hook-${kind}-p99`, percentile(times, 99), "ms");
   }
   console.log(`| wall time, whole run | ${(elapsed / 1_000).toFixed(1)} s |`);
 }
@@ -244,8 +256,6 @@ async function idleHook(): Promise<void> {
     maxOutputTokens: 16_000,
     summaryModel: createSummaryModel(counter, []),
   });
-  const hooks = createHookRegistry();
-  compactor.attach(hooks);
   const random = createRandom(7);
   const memory = new WorkingMemory({
     messages: Array.from({ length: HISTORY }, (_, index) =>
@@ -258,14 +268,14 @@ async function idleHook(): Promise<void> {
   });
   const tools = createToolkit([]).specs();
   const context = { memory, iteration: 1, systemPrompt: SYSTEM_PROMPT, tools };
-  await hooks.run("preReasoning", context); // the history was counted before the new message arrived
+  await compactor.beforeModelCall(context); // the history was counted before the new message arrived
   const times: number[] = [];
   for (let round = 0; round < ROUNDS; round += 1) {
     memory.append(
       createMessage({ role: "user", timestamp: HISTORY + round, content: generatedText(random, 400) }),
     );
     const start = performance.now();
-    await hooks.run("preReasoning", context);
+    await compactor.beforeModelCall(context);
     times.push(performance.now() - start);
   }
   const check = compactor.check(memory, context);
@@ -275,8 +285,11 @@ async function idleHook(): Promise<void> {
   console.log(
     `| per step (append one message, then the hook) | p50 ${ms(percentile(times, 50))}, p99 ${ms(percentile(times, 99))} |`,
   );
+  figures.add("hook-nothing-due-long-session-p50", percentile(times, 50), "ms");
+  figures.add("hook-nothing-due-long-session-p99", percentile(times, 99), "ms", { below: 5 });
 }
 
 await longConversation();
 await idleHook();
 console.log(`\nnode ${process.version}; counter ${createTokenCounter().method}`);
+figures.write();

@@ -1,25 +1,32 @@
-import { createToolkit } from "@almanac/agent";
+import { createToolkit, type Toolkit } from "@almanac/agent";
 import { type ChatModel, createTokenCounter, silentLogger } from "@almanac/core";
 import { OWNER_SCOPE } from "@almanac/memory-files";
-import { loadConfig } from "../src/config/load-config.js";
-import { type AgentRuntime, createAgentRuntime } from "../src/runtime/agent-runtime.js";
 import { SessionManager } from "../src/runtime/session-manager.js";
+import { type TurnDependencies, TurnRunner } from "../src/runtime/turn-runner.js";
 import { createLaneScheduler } from "../src/sessions/lane-scheduler.js";
 import { createSessionStore } from "../src/sessions/session-store.js";
 
-/** The real agent runtime (compaction included) over a model fake, with an empty configuration. Tests only. */
-export function createTestRuntime(chatModel: ChatModel, home: string): AgentRuntime {
-  return createAgentRuntime({
-    config: loadConfig({ env: {}, cwd: home, dotenv: false }).config,
+/** The real turn runner (compaction included) over a model fake, with small defaults. Tests only. */
+export function createTestRunner(
+  chatModel: ChatModel,
+  overrides: Partial<TurnDependencies> & { readonly toolkit?: () => Toolkit } = {},
+): TurnRunner {
+  const { toolkit, ...rest } = overrides;
+  return new TurnRunner({
     model: chatModel,
     compactionModel: chatModel,
+    tools: { toolkit: toolkit ?? (() => createToolkit([])) },
     scopeOf: () => OWNER_SCOPE,
-    toolkit: () => createToolkit([]),
-    tokenCounter: createTokenCounter(),
     basePrompt: "test",
     memoryGuide: "",
+    tokenCounter: createTokenCounter(),
+    compaction: { contextWindow: 128_000, maxOutputTokens: 4_096, thresholds: {}, notifyUser: true },
+    maxIterations: 16,
+    turnTimeoutMs: 10_000,
     journal: async () => {},
+    clock: Date.now,
     logger: silentLogger,
+    ...rest,
   });
 }
 
@@ -34,10 +41,10 @@ export function createTestSessionManager(options: {
   return new SessionManager({
     store: createSessionStore({ dir: options.sessionsDir ?? options.dir }),
     scheduler: createLaneScheduler({ maxConcurrent: 4, laneCapacity: options.queueLimit ?? 4 }),
-    runtime: createTestRuntime(options.model, options.dir),
+    runner: createTestRunner(options.model),
     missingModelSettings: [],
     tokenCounter: createTokenCounter(),
-    limits: { maxMessageChars: 1000, turnTimeoutMs: 10_000, idleUnloadMs: 60_000, contextWindow: 10_000 },
+    limits: { maxMessageChars: 1000, idleUnloadMs: 60_000, contextWindow: 10_000 },
     ...(options.clock ? { clock: options.clock } : {}),
   });
 }

@@ -12,7 +12,7 @@ import { FakeChatModel, step } from "../test/fake-chat-model.js";
 import { toolPairingProblems } from "../test/tool-pairing.js";
 import { createAgent } from "./agent.js";
 import type { AgentEvent } from "./agent-events.js";
-import { createHookRegistry } from "./hooks.js";
+import { type BeforeModelCall, createHookRegistry } from "./hooks.js";
 import { createToolkit, defineTool } from "./toolkit.js";
 import { WorkingMemory } from "./working-memory.js";
 
@@ -134,27 +134,35 @@ describe("createAgent", () => {
     expect(ends).toEqual(["call_b", "call_a"]);
   });
 
-  it("builds each request after the preReasoning hooks, so a memory rewrite shapes that very request", async () => {
-    const hooks = createHookRegistry();
+  it("runs the steps before each model call in their listed order, and builds the request after them", async () => {
+    const order: string[] = [];
     const seenIterations: number[] = [];
-    hooks.on("preReasoning", ({ memory, iteration }) => {
+    const first = async ({ iteration }: { iteration: number }) => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      order.push(`persist ${iteration}`);
+    };
+    const second = ({ memory, iteration }: Parameters<BeforeModelCall>[0]) => {
+      order.push(`compact ${iteration}`);
       seenIterations.push(iteration);
       if (iteration !== 2) return;
       // What compaction will do: mark old messages and put a summary in their place.
       const [first, ...rest] = memory.messages;
       memory.replaceMessages([withMark(first!, "compacted"), ...rest]);
       memory.setSummary({ text: "The user asked about Oslo.", updatedAt: 5, compactions: 1 });
-    });
+    };
     const model = new FakeChatModel([
       step.toolCalls([{ name: "get_weather", arguments: { city: "Oslo" } }]),
       step.text("Snow."),
     ]);
     const memory = new WorkingMemory();
-    await createAgent({ model, toolkit: createToolkit([weather]), hooks, systemPrompt: "You help." }).run({
-      memory,
-      input: userSays("Weather in Oslo?"),
-    });
+    await createAgent({
+      model,
+      toolkit: createToolkit([weather]),
+      beforeModelCall: [first, second],
+      systemPrompt: "You help.",
+    }).run({ memory, input: userSays("Weather in Oslo?") });
 
+    expect(order).toEqual(["persist 1", "compact 1", "persist 2", "compact 2"]);
     expect(seenIterations).toEqual([1, 2]);
     const [before, after] = model.requests;
     expect(before!.messages.map((message) => message.role)).toEqual(["system", "user"]);

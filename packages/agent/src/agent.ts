@@ -10,7 +10,8 @@ import {
 } from "@almanac/core";
 import { runActingStep } from "./acting-step.js";
 import { type AgentEvent, type AgentRunResult, createEventEmitter } from "./agent-events.js";
-import { createHookRegistry, type HookRegistry } from "./hooks.js";
+import { AgentError } from "./errors.js";
+import { type BeforeModelCall, createHookRegistry, type HookRegistry } from "./hooks.js";
 import { positiveInteger } from "./positive-integer.js";
 import { buildPrompt } from "./prompt.js";
 import { runReasoningStep, throwIfAborted } from "./reasoning-step.js";
@@ -23,6 +24,12 @@ export interface AgentOptions {
   readonly model: ChatModel;
   /** Tools the model may call; none by default (calls are then answered as unknown tools). */
   readonly toolkit?: Toolkit;
+  /**
+   * What runs before every model call, in this order (e.g. write the new messages to the transcript, then
+   * compact when due): an ordered list in code, not an order of registration.
+   */
+  readonly beforeModelCall?: readonly BeforeModelCall[];
+  /** Extension points after a model call and around each tool call. */
   readonly hooks?: HookRegistry;
   /** The system prompt, or a function read before every reasoning step (e.g. to include the date). */
   readonly systemPrompt: string | (() => string);
@@ -73,6 +80,7 @@ export function createAgent(options: AgentOptions): Agent {
   const { model } = options;
   const toolkit = options.toolkit ?? createToolkit([]);
   const hooks = options.hooks ?? createHookRegistry();
+  const beforeModelCall = options.beforeModelCall ?? [];
   const maxIterations = positiveInteger(options.maxIterations, 16, "createAgent: maxIterations");
   const logger = (options.logger ?? silentLogger).child({ component: "agent" });
   const clock = options.clock ?? Date.now;
@@ -106,16 +114,27 @@ export function createAgent(options: AgentOptions): Agent {
           throwIfAborted(signal);
           const systemPrompt = resolveSystemPrompt();
           const tools = toolkit.specs();
-          await hooks.run("preReasoning", {
+          const context = {
             memory,
             iteration,
             systemPrompt,
             tools,
             ...(lastUsage === undefined ? {} : { lastUsage }),
             ...(signal === undefined ? {} : { signal }),
-          });
+          };
+          for (const [index, step] of beforeModelCall.entries()) {
+            try {
+              await step(context);
+            } catch (error) {
+              throw new AgentError(
+                "agent.step_failed",
+                `Step ${index + 1} before the model call failed: ${describeError(error)}`,
+                { cause: error },
+              );
+            }
+          }
           throwIfAborted(signal);
-          // Built after the hooks, so a compaction that rewrote memory shapes this very request.
+          // Built after the steps, so a compaction that rewrote memory shapes this very request.
           const messages = buildPrompt({ systemPrompt, memory });
           const response = await runReasoningStep({
             model,

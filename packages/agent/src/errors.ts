@@ -7,6 +7,8 @@ import { AlmanacError, type AlmanacErrorOptions, type ErrorCategory } from "@alm
 export const agentErrorCategories = {
   /** A hook threw: hooks are our own code, so this is a bug to surface. */
   "agent.hook_failed": "internal",
+  /** A step before a model call threw (e.g. the transcript could not be written); the cause says why. */
+  "agent.step_failed": "internal",
   /** A tool definition is unusable (bad name, not an object schema). */
   "agent.tool_invalid": "internal",
   /** Two tools in one toolkit share a name. */

@@ -1,11 +1,18 @@
 import { type ChatResponse, createMessage } from "@almanac/core";
 import { describe, expect, it } from "vitest";
 import { AgentError } from "./errors.js";
-import { createHookRegistry, type PreActingContext, type PreReasoningContext } from "./hooks.js";
+import { createHookRegistry, type PostReasoningContext, type PreActingContext } from "./hooks.js";
 import { WorkingMemory } from "./working-memory.js";
 
-function preReasoningContext(): PreReasoningContext {
-  return { memory: new WorkingMemory(), iteration: 1, systemPrompt: "You help.", tools: [] };
+function postReasoningContext(): PostReasoningContext {
+  const response: ChatResponse = {
+    message: createMessage({ role: "assistant", content: "hi" }),
+    finishReason: "stop",
+    usage: undefined,
+    model: "fake-model",
+    attempts: 1,
+  };
+  return { memory: new WorkingMemory(), iteration: 1, response };
 }
 
 function preActingContext(name: string): PreActingContext {
@@ -20,14 +27,14 @@ describe("createHookRegistry", () => {
   it("runs handlers in registration order, each awaited before the next starts", async () => {
     const hooks = createHookRegistry();
     const order: string[] = [];
-    hooks.on("preReasoning", async () => {
+    hooks.on("postReasoning", async () => {
       await new Promise((resolve) => setTimeout(resolve, 10));
       order.push("first");
     });
-    hooks.on("preReasoning", () => {
+    hooks.on("postReasoning", () => {
       order.push("second");
     });
-    await hooks.run("preReasoning", preReasoningContext());
+    await hooks.run("postReasoning", postReasoningContext());
     expect(order).toEqual(["first", "second"]);
   });
 
@@ -74,10 +81,10 @@ describe("createHookRegistry", () => {
   it("turns a throwing handler into agent.hook_failed with the original error as cause", async () => {
     const hooks = createHookRegistry();
     const original = new Error("compaction exploded");
-    hooks.on("preReasoning", () => {
+    hooks.on("postReasoning", () => {
       throw original;
     });
-    const failure = await hooks.run("preReasoning", preReasoningContext()).catch((error: unknown) => error);
+    const failure = await hooks.run("postReasoning", postReasoningContext()).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(AgentError);
     expect(failure).toMatchObject({ code: "agent.hook_failed", category: "internal", cause: original });
     expect((failure as Error).message).toContain("compaction exploded");
@@ -89,10 +96,10 @@ describe("createHookRegistry", () => {
     const handler = () => {
       calls += 1;
     };
-    const off = hooks.on("preReasoning", handler);
-    hooks.on("preReasoning", handler);
+    const off = hooks.on("postReasoning", handler);
+    hooks.on("postReasoning", handler);
     off();
-    await hooks.run("preReasoning", preReasoningContext());
+    await hooks.run("postReasoning", postReasoningContext());
     expect(calls).toBe(1);
   });
 });

@@ -9,8 +9,8 @@ import {
 import { AgentError } from "./errors.js";
 import type { WorkingMemory } from "./working-memory.js";
 
-/** Before every reasoning step; the prompt is built after these handlers, so memory rewrites count. */
-export interface PreReasoningContext {
+/** What each step before a model call gets; the prompt is built after the steps, so memory rewrites count. */
+export interface BeforeModelCallContext {
   readonly memory: WorkingMemory;
   /** 1-based step number within the run. */
   readonly iteration: number;
@@ -48,9 +48,15 @@ export interface SkipToolCall {
   readonly skip: { readonly content: string; readonly isError?: boolean };
 }
 
+/**
+ * One step the agent runs before every model call, in the order of {@link AgentOptions.beforeModelCall}
+ * (e.g. write the new messages to the transcript, then compact when due). A step that throws fails the run
+ * with `agent.step_failed`.
+ */
+export type BeforeModelCall = (context: BeforeModelCallContext) => void | Promise<void>;
+
 /** Each hook event with the context its handlers get and the value they may return (`undefined`: none). */
 export interface HookEvents {
-  preReasoning: { context: PreReasoningContext; outcome: undefined };
   postReasoning: { context: PostReasoningContext; outcome: undefined };
   preActing: { context: PreActingContext; outcome: SkipToolCall | undefined };
   postActing: { context: PostActingContext; outcome: undefined };
@@ -81,7 +87,6 @@ type HandlerSets = { readonly [E in HookEvent]: Set<HookHandler<E>> };
 /** Creates an empty hook registry. */
 export function createHookRegistry(): HookRegistry {
   const handlers: HandlerSets = {
-    preReasoning: new Set(),
     postReasoning: new Set(),
     preActing: new Set(),
     postActing: new Set(),

@@ -7,6 +7,8 @@ export {
 export type { AgentEvent, AgentRunResult, AgentStopReason } from "./agent-events.js";
 export { AgentError, type AgentErrorCode, agentErrorCategories } from "./errors.js";
 export {
+  type BeforeModelCall,
+  type BeforeModelCallContext,
   createHookRegistry,
   type HookEvent,
   type HookEvents,
@@ -15,7 +17,6 @@ export {
   type PostActingContext,
   type PostReasoningContext,
   type PreActingContext,
-  type PreReasoningContext,
   type SkipToolCall,
 } from "./hooks.js";
 export { type BuildPromptInput, buildPrompt, formatSummaryBlock, systemPromptMessageId } from "./prompt.js";

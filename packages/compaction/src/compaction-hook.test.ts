@@ -1,4 +1,4 @@
-import { createHookRegistry, type PreReasoningContext, WorkingMemory } from "@almanac/agent";
+import { type BeforeModelCallContext, WorkingMemory } from "@almanac/agent";
 import { createTokenCounter, hasMark, type Message, ProviderError } from "@almanac/core";
 import { describe, expect, it } from "vitest";
 import { FakeSummaryModel } from "../test/summary-fixtures.js";
@@ -43,9 +43,8 @@ function setup(summaryModel = new FakeSummaryModel("summary")) {
     onEvent: (event) => events.push(event),
     clock: createTestClock(),
   });
-  const hooks = createHookRegistry();
-  const detach = compactor.attach(hooks);
-  return { compactor, hooks, detach, events };
+  const step = (context: BeforeModelCallContext) => compactor.beforeModelCall(context);
+  return { compactor, step, events };
 }
 
 /** Memory whose store refuses every rewrite (a journal-less compactor can still fail here). */
@@ -55,7 +54,7 @@ class RefusingMemory extends WorkingMemory {
   }
 }
 
-const context = (memory: WorkingMemory): PreReasoningContext => ({
+const context = (memory: WorkingMemory): BeforeModelCallContext => ({
   memory,
   iteration: 1,
   systemPrompt,
@@ -64,31 +63,24 @@ const context = (memory: WorkingMemory): PreReasoningContext => ({
 
 describe("the compaction hook", () => {
   it("does nothing while the prompt is under the threshold", async () => {
-    const { hooks, events } = setup();
+    const { step, events } = setup();
     const memory = new WorkingMemory({ messages: longHistory(2) });
     const before = memory.messages;
-    await hooks.run("preReasoning", context(memory));
+    await step(context(memory));
     expect(memory.messages).toBe(before);
     expect(events).toEqual([]);
   });
 
   it("compacts before the step once the prompt is over the threshold", async () => {
-    const { hooks, events, compactor } = setup();
+    const { step, events, compactor } = setup();
     const memory = new WorkingMemory({ messages: longHistory(80) });
-    await hooks.run("preReasoning", context(memory));
+    await step(context(memory));
     expect(events.map((event) => event.type)).toEqual(["compaction-start", "compaction-end"]);
     expect(compactor.check(memory, { systemPrompt, tools: [] }).due).toBe(false);
   });
 
-  it("is removed by the function attach returned", async () => {
-    const { hooks, events, detach } = setup();
-    detach();
-    await hooks.run("preReasoning", context(new WorkingMemory({ messages: longHistory(80) })));
-    expect(events).toEqual([]);
-  });
-
   it("skips automatic compaction while paused by strikes, as long as the request still fits the window", async () => {
-    const { hooks, events, compactor } = setup();
+    const { step, events, compactor } = setup();
     let turns = 10;
     const paused = () =>
       new WorkingMemory({ messages: longHistory(turns), counters: { [compactionCounters.strikes]: 3 } });
@@ -98,19 +90,19 @@ describe("the compaction hook", () => {
       suspended: true,
       overLimit: false,
     });
-    await hooks.run("preReasoning", context(memory));
+    await step(context(memory));
     expect(events).toEqual([]);
     expect(memory.messages.some((message) => hasMark(message, "compacted"))).toBe(false);
   });
 
   it("still compacts a paused session before a request that would not fit the window", async () => {
-    const { hooks, events, compactor } = setup();
+    const { step, events, compactor } = setup();
     const memory = new WorkingMemory({
       messages: longHistory(80),
       counters: { [compactionCounters.strikes]: 3 },
     });
     expect(compactor.check(memory, { systemPrompt, tools: [] }).overLimit).toBe(true);
-    await hooks.run("preReasoning", context(memory));
+    await step(context(memory));
     expect(events).toContainEqual(
       expect.objectContaining({ type: "compaction-end", reason: "overflow", outcome: "summarized" }),
     );
@@ -118,9 +110,9 @@ describe("the compaction hook", () => {
   });
 
   it("never fails the step when compaction fails; the failure is reported as an event", async () => {
-    const { hooks, events } = setup();
+    const { step, events } = setup();
     const memory = new RefusingMemory({ messages: longHistory(80) });
-    await expect(hooks.run("preReasoning", context(memory))).resolves.toBeUndefined();
+    await expect(step(context(memory))).resolves.toBeUndefined();
     expect(events.at(-1)).toMatchObject({
       type: "compaction-end",
       outcome: "failed",
@@ -130,7 +122,7 @@ describe("the compaction hook", () => {
 
   it("summarizes the early rounds of one huge turn as a turn prefix and keeps the request verbatim", async () => {
     const summaryModel = new FakeSummaryModel("summary");
-    const { hooks, events } = setup(summaryModel);
+    const { step, events } = setup(summaryModel);
     const clock = createTestClock();
     const random = createRandom(4);
     const request = user("Audit every file under src/ and report problems.", clock);
@@ -144,7 +136,7 @@ describe("the compaction hook", () => {
       );
     }
     const memory = new WorkingMemory({ messages });
-    await hooks.run("preReasoning", context(memory));
+    await step(context(memory));
     expect(events.at(-1)).toMatchObject({ outcome: "summarized" });
     const end = events.at(-1);
     expect(end && "turnPrefixMessages" in end ? end.turnPrefixMessages : 0).toBeGreaterThan(0);

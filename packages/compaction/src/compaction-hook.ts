@@ -1,9 +1,9 @@
-import type { HookHandler } from "@almanac/agent";
+import type { BeforeModelCall } from "@almanac/agent";
 import { describeError, type Logger } from "@almanac/core";
 import type { CheckInput, Compactor } from "./compactor.js";
 
 /**
- * The `preReasoning` handler: checks the context before every model call and compacts when due. It never
+ * The step before every model call that checks the context and compacts when due. It never
  * fails the run: a failed compaction is logged (and reported as a `compaction-end` event with outcome
  * `failed`) and the step goes ahead; if the prompt then overflows, `runWithOverflowRecovery` gets its turn.
  * Cancellation is left to the agent's own abort check.
@@ -13,7 +13,7 @@ import type { CheckInput, Compactor } from "./compactor.js";
  * 2. an emergency compaction (`overflow`: a small kept tail, always summarizes) when the prompt would still
  *    not fit the window, paused or not: a request the provider would refuse is never sent first.
  */
-export function createCompactionHook(compactor: Compactor, logger: Logger): HookHandler<"preReasoning"> {
+export function createCompactionStep(compactor: Compactor, logger: Logger): BeforeModelCall {
   return async (context) => {
     const input: CheckInput = {
       systemPrompt: context.systemPrompt,

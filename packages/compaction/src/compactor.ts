@@ -1,4 +1,4 @@
-import type { HookRegistry, WorkingMemory } from "@almanac/agent";
+import type { BeforeModelCall, WorkingMemory } from "@almanac/agent";
 import {
   describeError,
   hasMark,
@@ -15,7 +15,7 @@ import {
   type CompactionResult,
   formatCompactionNotice,
 } from "./compaction-events.js";
-import { createCompactionHook } from "./compaction-hook.js";
+import { createCompactionStep } from "./compaction-hook.js";
 import {
   type CompactorOptions,
   commandKeepBudget,
@@ -125,8 +125,8 @@ export interface Compactor {
    * committed then) and rethrows cancellation.
    */
   compact(memory: WorkingMemory, input: CompactInput): Promise<CompactionResult>;
-  /** Registers the `preReasoning` hook; returns a function that removes it. */
-  attach(hooks: HookRegistry): () => void;
+  /** The step to run before every model call (in the agent's `beforeModelCall` list): compacts when due. */
+  readonly beforeModelCall: BeforeModelCall;
 }
 
 interface MemoryState {
@@ -415,6 +415,7 @@ export function createCompactor(options: CompactorOptions): Compactor {
   };
 
   const compactor: Compactor = {
+    beforeModelCall: (context) => compactionStep(context),
     threshold,
     meter,
     measure: (memory, input) => meter.measure(memory, input),
@@ -451,9 +452,8 @@ export function createCompactor(options: CompactorOptions): Compactor {
         throw error;
       }
     },
-    attach(hooks) {
-      return hooks.on("preReasoning", createCompactionHook(compactor, logger));
-    },
   };
+  // Made after the compactor it calls; only ever called once both exist.
+  const compactionStep = createCompactionStep(compactor, logger);
   return compactor;
 }

@@ -1,4 +1,4 @@
-import { createAgent, createHookRegistry, createToolkit, WorkingMemory } from "@almanac/agent";
+import { createAgent, createToolkit, WorkingMemory } from "@almanac/agent";
 import { createTokenCounter, type Message } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import { type RecordedChatRequest, type ScriptedLlm, type ScriptStep, script } from "@almanac/testkit";
@@ -104,7 +104,6 @@ export function createScriptedSession(llm: ScriptedLlm, overrides: Partial<Compa
   const mainModel = model(mainModelName);
   const batches: CompactedBatch[] = [];
   const events: CompactionEvent[] = [];
-  const hooks = createHookRegistry();
   let now = 1_700_000_000_000;
   const clock = () => {
     now += 1;
@@ -124,11 +123,10 @@ export function createScriptedSession(llm: ScriptedLlm, overrides: Partial<Compa
     clock,
     ...overrides,
   });
-  compactor.attach(hooks);
   const agent = createAgent({
     model: mainModel,
     toolkit: createToolkit([createReportTool()]),
-    hooks,
+    beforeModelCall: [compactor.beforeModelCall],
     systemPrompt: "You are Almanac. Use fetch_report to answer.",
     clock,
   });

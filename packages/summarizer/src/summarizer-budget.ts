@@ -1,4 +1,4 @@
-import type { PreReasoningContext } from "@almanac/agent";
+import type { BeforeModelCallContext } from "@almanac/agent";
 import {
   countToolTokens,
   createMessage,
@@ -152,12 +152,12 @@ export function lightenConversation(messages: readonly Message[]): readonly Mess
 }
 
 /**
- * The summarizer agent's `preReasoning` guard: measures the next request; when it would not fit the prompt
+ * The summarizer agent's step before each model call: measures the next request; when it would not fit the prompt
  * budget, lightens the conversation; when it still would not fit, throws `summarizer.step_too_long`, which
  * the summarizer handles like a provider overflow (the part is split). No request it lets through overflows.
  */
 export function createStepGuard(counter: TokenCounter, budget: SummarizerBudget) {
-  return (context: PreReasoningContext): void => {
+  return (context: BeforeModelCallContext): void => {
     const { memory, systemPrompt, tools } = context;
     const measure = () => countRequest(counter, systemPrompt, memory.activeMessages(), tools);
     if (measure() <= budget.promptBudget) return;

@@ -1,4 +1,4 @@
-import { createAgent, createHookRegistry, createToolkit, WorkingMemory } from "@almanac/agent";
+import { createAgent, createToolkit, WorkingMemory } from "@almanac/agent";
 import {
   type ChatModel,
   createMessage,
@@ -181,12 +181,10 @@ export function createSummarizer(options: SummarizerOptions): SummaryJobRunner {
     logViewTokens: number,
     signal: AbortSignal,
   ) => {
-    const hooks = createHookRegistry();
-    hooks.on("preReasoning", createStepGuard(tokenCounter, budget));
     const agent = createAgent({
       model,
       toolkit: passTools(frame.stage, logViewTokens),
-      hooks,
+      beforeModelCall: [createStepGuard(tokenCounter, budget)],
       systemPrompt: SUMMARIZER_PROMPT,
       maxIterations: options.maxIterations ?? 12,
       maxOutputTokens: budget.maxOutputTokens,

@@ -202,6 +202,15 @@ export function handleClientError(error: NodeJS.ErrnoException, socket: Socket):
 /** Longest path segment (a session key, a file name) any route takes; fastify's router gets the same limit. */
 export const MAX_PATH_SEGMENT_CHARS = 2048;
 
+function decodedLength(segment: string): number {
+  if (segment.length <= MAX_PATH_SEGMENT_CHARS) return segment.length;
+  try {
+    return decodeURIComponent(segment).length;
+  } catch {
+    return segment.length;
+  }
+}
+
 /**
  * `414 request.uri_too_long` for a path with a segment over {@link MAX_PATH_SEGMENT_CHARS}, whatever the method
  * and whichever route would match: the router alone refused only some (a wildcard or the console's fallback
@@ -211,7 +220,8 @@ export function installPathLimit(app: FastifyInstance): void {
   app.addHook("onRequest", async (request, reply) => {
     const path = request.url.split("?")[0] ?? "";
     if (path.length <= MAX_PATH_SEGMENT_CHARS) return;
-    if (!path.split("/").some((segment) => segment.length > MAX_PATH_SEGMENT_CHARS)) return;
+    // Counted as the router counts a parameter: decoded (a name in Chinese is three times longer encoded).
+    if (!path.split("/").some((segment) => decodedLength(segment) > MAX_PATH_SEGMENT_CHARS)) return;
     return reply
       .status(414)
       .send(errorBody("request.uri_too_long", "A path parameter is too long.", "invalid_request_error"));

@@ -1,10 +1,12 @@
 import { join } from "node:path";
-import { createToolkit, createWorkspaceFileTools } from "@almanac/agent";
-import { memoryGuideFor } from "@almanac/memory-files";
+import { createToolkit, createWorkspaceFileTools, type Toolkit } from "@almanac/agent";
+import type { Memory } from "@almanac/memory";
+import { type MemoryScope, memoryGuideFor } from "@almanac/memory-files";
 import fp from "fastify-plugin";
-import { type AgentRuntime, createAgentRuntime } from "../runtime/agent-runtime.js";
+import { compactionWindow } from "../config/compaction-window.js";
 import { SessionManager } from "../runtime/session-manager.js";
 import { DEFAULT_SYSTEM_PROMPT } from "../runtime/system-prompt.js";
+import { TurnRunner } from "../runtime/turn-runner.js";
 import { createLaneScheduler, type LaneScheduler } from "../sessions/lane-scheduler.js";
 import { createSessionStore, type SessionStore } from "../sessions/session-store.js";
 import type { StorageHealth } from "../storage-health.js";
@@ -35,57 +37,48 @@ export const sessionsPlugin = fp(
       logger,
     });
     const model = models.chat;
-    let runtime: AgentRuntime | undefined;
-    if (model) {
-      runtime = createAgentRuntime({
-        config,
-        model,
-        compactionModel: config.compaction.model ? models.named(config.compaction.model) : model,
-        scopeOf: (sessionKey) => memory.scopeOf(sessionKey),
-        toolkit: (scope) => {
-          // A shared chat gets only the memory tools over its own log: no file tool reaches the owner's workspace.
-          if (scope.kind === "shared") return createToolkit(memory.toolsFor(scope));
-          const seen = new Map<string, string>();
-          return createToolkit([
-            ...memory.toolsFor(scope),
-            ...createWorkspaceFileTools({
-              root: workspace,
-              readText: (target) => memory.readWorkspaceText(target, seen),
-              writeText: (target, content) => memory.writeWorkspaceText(target, content, seen),
-            }),
-          ]);
-        },
-        tokenCounter: models.tokenCounter,
-        basePrompt: config.agent.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
-        journal: (batch) => memory.enqueue(batch),
-        onCompaction: (event, sessionKey) => {
-          if (
-            event.type === "compaction-end" &&
-            event.outcome !== "failed" &&
-            event.outcome !== "unchanged"
-          ) {
-            metrics.compactions.inc({ trigger: event.reason });
-            events.publish({
-              type: "session-compacted",
-              sessionKey,
-              reason: event.reason,
-              tokensBefore: event.tokensBefore,
-              tokensAfter: event.tokensAfter,
-            });
-          }
-        },
-        logger,
-      });
-    }
+    // Everything a turn depends on, in one typed record: this is the one place it is assembled.
+    const runner =
+      model === undefined
+        ? undefined
+        : new TurnRunner({
+            model,
+            compactionModel: config.compaction.model ? models.named(config.compaction.model) : model,
+            tools: { toolkit: (scope) => builtInTools(scope, memory, workspace) },
+            scopeOf: (sessionKey) => memory.scopeOf(sessionKey),
+            basePrompt: config.agent.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
+            tokenCounter: models.tokenCounter,
+            compaction: { ...compactionWindow(config), notifyUser: config.compaction.notify },
+            maxIterations: config.agent.maxIterations,
+            turnTimeoutMs: config.sessions.turnTimeoutMs,
+            journal: (batch) => memory.enqueue(batch),
+            onCompaction: (event, sessionKey) => {
+              if (
+                event.type !== "compaction-end" ||
+                event.outcome === "failed" ||
+                event.outcome === "unchanged"
+              )
+                return;
+              metrics.compactions.inc({ trigger: event.reason });
+              events.publish({
+                type: "session-compacted",
+                sessionKey,
+                reason: event.reason,
+                tokensBefore: event.tokensBefore,
+                tokensAfter: event.tokensAfter,
+              });
+            },
+            clock: Date.now,
+            logger,
+          });
     const sessions = new SessionManager({
       store: guardedStore(createSessionStore({ dir: join(config.home, "sessions"), logger }), storage),
       scheduler,
-      runtime,
+      runner,
       missingModelSettings: [...models.missing],
       tokenCounter: models.tokenCounter,
       limits: {
         maxMessageChars: config.server.maxMessageChars,
-        turnTimeoutMs: config.sessions.turnTimeoutMs,
         idleUnloadMs: config.sessions.idleUnloadMs,
         contextWindow: config.model.contextWindow,
       },
@@ -137,6 +130,24 @@ export const sessionsPlugin = fp(
     dependencies: [PLUGIN.config, PLUGIN.telemetry, PLUGIN.models, PLUGIN.memory, PLUGIN.summarizer],
   },
 );
+
+/**
+ * The built-in tools of a turn in `scope`: the memory tools, and for the owner the workspace file tools. A
+ * shared chat gets only the memory tools over its own log: no file tool reaches the owner's workspace.
+ */
+function builtInTools(scope: MemoryScope, memory: Memory, workspace: string): Toolkit {
+  if (scope.kind === "shared") return createToolkit(memory.toolsFor(scope));
+  // Per turn: the versions of the files read, so a write can tell whether a person changed one meanwhile.
+  const seen = new Map<string, string>();
+  return createToolkit([
+    ...memory.toolsFor(scope),
+    ...createWorkspaceFileTools({
+      root: workspace,
+      readText: (target) => memory.readWorkspaceText(target, seen),
+      writeText: (target, content) => memory.writeWorkspaceText(target, content, seen),
+    }),
+  ]);
+}
 
 /** The session store with every write reported to `storage` (a full disk becomes `storage.full`, HTTP 507). */
 function guardedStore(store: SessionStore, storage: StorageHealth): SessionStore {

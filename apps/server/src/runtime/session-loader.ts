@@ -1,35 +1,35 @@
 import type { Logger, Message, TokenCounter } from "@almanac/core";
 import { openSession, type Session, type SessionStore } from "../sessions/session.js";
-import type { AgentRuntime } from "./agent-runtime.js";
+import { Conversation, originalsFromTranscript, type SessionState } from "./conversation.js";
 import {
   hasTranscript,
   readUsableSnapshot,
   recoverFromTranscript,
   type UnusableSnapshot,
 } from "./session-recovery.js";
-import { createSessionRuntime, type SessionRuntime, type SessionState } from "./session-runtime.js";
 import type { SessionLifecycle } from "./session-types.js";
+import type { TurnRunner } from "./turn-runner.js";
 
 /** Options of {@link createSessionLoader}. */
 export interface SessionLoaderOptions {
   readonly store: SessionStore;
-  readonly runtime: AgentRuntime | undefined;
+  /** Absent when no model is configured: conversations then have no compactor and no tools. */
+  readonly runner: TurnRunner | undefined;
   readonly tokenCounter: TokenCounter;
   readonly contextWindow: number;
-  readonly turnTimeoutMs: number;
   readonly lifecycle: SessionLifecycle | undefined;
   readonly clock: () => number;
   readonly logger: Logger;
 }
 
 /** A session loaded for its turns, and whether it is new (nothing stored yet). */
-export interface LoadedRuntime {
-  readonly runtime: SessionRuntime;
+export interface LoadedConversation {
+  readonly conversation: Conversation;
   readonly created: boolean;
 }
 
 /**
- * Turns stored sessions into {@link SessionRuntime}s: reads the snapshot, restores turns the transcript has
+ * Turns stored sessions into {@link Conversation}s: reads the snapshot, restores turns the transcript has
  * past it, rebuilds from the transcript (the source of truth) when the snapshot is missing or unusable.
  * Crash safety: before the model is called the user's message is in the transcript (written; fsynced shortly
  * after or with the turn's end, see `AppendDurability`); transcript lines
@@ -38,13 +38,13 @@ export interface LoadedRuntime {
  * marked an interrupted turn with `openTurn`; those are still reconciled.)
  */
 export interface SessionLoader {
-  /** The session's runtime, with its state repaired and saved when the previous process left it behind. */
-  load(key: string, channel: string | undefined): Promise<LoadedRuntime>;
+  /** The session's conversation, with its state repaired and saved when the previous process left it behind. */
+  load(key: string, channel: string | undefined): Promise<LoadedConversation>;
   /**
    * The session as stored, for reading only, when its snapshot is current; "load" when it must be loaded
    * (repaired or rebuilt) first; undefined when there is no such session.
    */
-  peek(key: string): Promise<SessionRuntime | "load" | undefined>;
+  peek(key: string): Promise<Conversation | "load" | undefined>;
   /** The stored session of `key` (no I/O). */
   session(key: string): Session;
 }
@@ -54,31 +54,32 @@ export function createSessionLoader(options: SessionLoaderOptions): SessionLoade
   const { store, clock, logger } = options;
 
   async function systemPromptFor(key: string): Promise<string> {
-    const runtime = options.runtime;
-    if (!runtime) return "";
+    const runner = options.runner;
+    if (!runner) return "";
     let context = "";
     try {
-      context = (await options.lifecycle?.sessionContext?.(key, runtime.memoryRoom(key))) ?? "";
+      context = (await options.lifecycle?.sessionContext?.(key, runner.memoryRoom(key))) ?? "";
     } catch (error) {
       logger.warn(
         { err: error, sessionKey: key },
         "could not load the memory excerpt; the session starts without it",
       );
     }
-    return runtime.systemPrompt(context);
+    return runner.systemPrompt(context);
   }
 
-  /** The session's runtime: its system prompt (with the memory excerpt of this moment), compactor and meter. */
-  async function open(session: Session, state: SessionState, checkpointed: boolean): Promise<SessionRuntime> {
-    return createSessionRuntime({
+  /** The session's conversation: its system prompt (with the memory excerpt of this moment) and compactor. */
+  async function open(session: Session, state: SessionState, checkpointed: boolean): Promise<Conversation> {
+    const runner = options.runner;
+    return new Conversation({
       session,
       state,
       checkpointed,
       systemPrompt: await systemPromptFor(session.key),
-      runtime: options.runtime,
+      compactor: runner?.compactorFor(session.key, (ids) => originalsFromTranscript(session, ids)),
+      toolSpecs: runner?.toolSpecs(session.key) ?? [],
       tokenCounter: options.tokenCounter,
       contextWindow: options.contextWindow,
-      turnTimeoutMs: options.turnTimeoutMs,
       clock,
       logger,
     });
@@ -95,7 +96,7 @@ export function createSessionLoader(options: SessionLoaderOptions): SessionLoade
     session: Session,
     channel: string | undefined,
     snapshot: UnusableSnapshot,
-  ): Promise<LoadedRuntime> {
+  ): Promise<LoadedConversation> {
     const { fromTranscript, ...state } = recoverFromTranscript({
       key: session.key,
       channel,
@@ -109,9 +110,9 @@ export function createSessionLoader(options: SessionLoaderOptions): SessionLoade
     // transcript, and its first snapshot is written with the checkpoint that follows them (see
     // CHECKPOINT_TURNS), as any session's. Until then a restart rebuilds it from the transcript, losing
     // nothing. Writing it with the first turn cost 100 sessions starting at once one more fsync each.
-    const runtime = await open(session, state, created);
-    if (fromTranscript) await runtime.save();
-    return { runtime, created };
+    const conversation = await open(session, state, created);
+    if (fromTranscript) await conversation.save();
+    return { conversation, created };
   }
 
   return {
@@ -121,18 +122,18 @@ export function createSessionLoader(options: SessionLoaderOptions): SessionLoade
       if (result.status !== "ok") return rebuild(session, channel, result);
       const { snapshot, memory } = result;
       const { openTurn, ...stats } = snapshot.stats;
-      const runtime = await open(session, { createdAt: snapshot.createdAt, memory, stats }, true);
+      const conversation = await open(session, { createdAt: snapshot.createdAt, memory, stats }, true);
       if (openTurn !== undefined) {
         // Written by an earlier version: the turn opened with `inputId` was cut short.
         const transcript = await historyOf(session);
         const start = transcript.findIndex((message) => message.id === openTurn.inputId);
-        await runtime.catchUp(start === -1 ? [] : transcript.slice(start + 1), transcript);
+        await conversation.catchUp(start === -1 ? [] : transcript.slice(start + 1), transcript);
       } else if (result.transcriptBehind) {
-        await runtime.catchUp([], await historyOf(session));
+        await conversation.catchUp([], await historyOf(session));
       } else if (result.unseen.length > 0) {
-        await runtime.catchUp(result.unseen, undefined);
+        await conversation.catchUp(result.unseen, undefined);
       }
-      return { runtime, created: false };
+      return { conversation, created: false };
     },
 
     async peek(key) {

@@ -11,16 +11,12 @@ import {
   createTokenCounter,
   type InboundMessage,
   sessionKeyToFileStem,
-  silentLogger,
 } from "@almanac/core";
-import { OWNER_SCOPE } from "@almanac/memory-files";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { createTestRuntime, createTestSessionManager } from "../../test/test-session-manager.js";
-import { loadConfig } from "../config/load-config.js";
+import { createTestRunner, createTestSessionManager } from "../../test/test-session-manager.js";
 import { createLaneScheduler } from "../sessions/lane-scheduler.js";
 import { createSessionStore } from "../sessions/session-store.js";
-import { createAgentRuntime } from "./agent-runtime.js";
 import { SessionManager } from "./session-manager.js";
 
 /** A model at the interface: answers with the number of user messages it was shown, after an optional gate. */
@@ -132,11 +128,7 @@ describe("SessionManager", () => {
       parameters: z.object({ text: z.string() }),
       execute: async ({ text }) => text,
     });
-    const runtime = createAgentRuntime({
-      config: loadConfig({ env: {}, cwd: dir, dotenv: false }).config,
-      model,
-      compactionModel: model,
-      scopeOf: () => OWNER_SCOPE,
+    const runner = createTestRunner(model, {
       toolkit: () => {
         const toolkit = createToolkit([echo]);
         return {
@@ -147,19 +139,15 @@ describe("SessionManager", () => {
           },
         };
       },
-      tokenCounter: createTokenCounter(),
-      basePrompt: "test",
-      journal: async () => {},
-      logger: silentLogger,
     });
     manager.close();
     manager = new SessionManager({
       store: createSessionStore({ dir }),
       scheduler: createLaneScheduler({ maxConcurrent: 4, laneCapacity: 4 }),
-      runtime,
+      runner,
       missingModelSettings: [],
       tokenCounter: createTokenCounter(),
-      limits: { maxMessageChars: 1000, turnTimeoutMs: 10_000, idleUnloadMs: 60_000, contextWindow: 10_000 },
+      limits: { maxMessageChars: 1000, idleUnloadMs: 60_000, contextWindow: 10_000 },
       clock: () => now,
     });
     for (const id of ["s1", "s2"])
@@ -179,23 +167,22 @@ describe("SessionManager", () => {
     expect(reply.text).toBe("seen 2");
   });
 
-  it("builds a session's runtime (system prompt, compactor, meter) once when it is loaded, not per turn or command", async () => {
+  it("makes a conversation's compactor and system prompt once when it is loaded, not per turn or command", async () => {
     const opened: string[] = [];
-    const runtime = createTestRuntime(model, dir);
+    const runner = createTestRunner(model);
+    const compactorFor = runner.compactorFor.bind(runner);
+    runner.compactorFor = (sessionKey, originals) => {
+      opened.push(sessionKey);
+      return compactorFor(sessionKey, originals);
+    };
     manager.close();
     manager = new SessionManager({
       store: createSessionStore({ dir }),
       scheduler: createLaneScheduler({ maxConcurrent: 4, laneCapacity: 4 }),
-      runtime: {
-        ...runtime,
-        openSession: (options) => {
-          opened.push(options.sessionKey);
-          return runtime.openSession(options);
-        },
-      },
+      runner,
       missingModelSettings: [],
       tokenCounter: createTokenCounter(),
-      limits: { maxMessageChars: 1000, turnTimeoutMs: 10_000, idleUnloadMs: 60_000, contextWindow: 10_000 },
+      limits: { maxMessageChars: 1000, idleUnloadMs: 60_000, contextWindow: 10_000 },
       clock: () => now,
     });
     for (const text of ["one", "two", "/status", "/compact", "three"])

@@ -3,9 +3,9 @@ import { type Logger, type Message, parseSessionKey, silentLogger, UserError } f
 import type { EventBus, RunningTurn } from "../events/event-bus.js";
 import type { SessionSummary } from "../sessions/session.js";
 import { type ChatCommand, HELP_TEXT, parseCommand } from "./commands.js";
+import type { Conversation } from "./conversation.js";
 import { createSessionLoader, type SessionLoader } from "./session-loader.js";
 import { compactionLine, historyReport, statusReport } from "./session-reports.js";
-import type { SessionRuntime } from "./session-runtime.js";
 import type {
   SessionDetail,
   SessionManagerOptions,
@@ -13,6 +13,7 @@ import type {
   TurnRequest,
   TurnResult,
 } from "./session-types.js";
+import type { TurnRunner } from "./turn-runner.js";
 
 export type {
   SessionDetail,
@@ -32,15 +33,15 @@ interface ActiveTurn {
  * Routes every conversation to its session: loads sessions on demand (see `SessionLoader`, which also tells
  * how a crash is repaired), runs one turn or command at a time per session through the lane scheduler, and
  * unloads idle sessions. What belongs to one session (memory, stats, agent, compactor, meter, persistence)
- * is its {@link SessionRuntime}'s; the manager delegates to it.
+ * is its {@link Conversation}'s; the manager delegates to it.
  */
 export class SessionManager {
   readonly #options: SessionManagerOptions;
   readonly #logger: Logger;
   readonly #clock: () => number;
   readonly #loader: SessionLoader;
-  readonly #sessions = new Map<string, SessionRuntime>();
-  readonly #loading = new Map<string, Promise<SessionRuntime>>();
+  readonly #sessions = new Map<string, Conversation>();
+  readonly #loading = new Map<string, Promise<Conversation>>();
   /** The turn running in each session's lane (one at most per session). */
   readonly #running = new Map<string, ActiveTurn>();
   readonly #events: EventBus | undefined;
@@ -53,10 +54,9 @@ export class SessionManager {
     this.#events = options.events;
     this.#loader = createSessionLoader({
       store: options.store,
-      runtime: options.runtime,
+      runner: options.runner,
       tokenCounter: options.tokenCounter,
       contextWindow: options.limits.contextWindow,
-      turnTimeoutMs: options.limits.turnTimeoutMs,
       lifecycle: options.lifecycle,
       clock: this.#clock,
       logger: this.#logger,
@@ -111,7 +111,8 @@ export class SessionManager {
       );
     }
     const command = parseCommand(inbound.text);
-    if (command === undefined && this.#options.runtime === undefined) {
+    const runner = this.#options.runner;
+    if (command === undefined && runner === undefined) {
       throw new UserError(
         "model.not_configured",
         `No model is configured yet. Set ${this.#options.missingModelSettings.join(" and ")} (see README, "Pointing Almanac at a model") and restart.`,
@@ -128,7 +129,10 @@ export class SessionManager {
           turnResult =
             command !== undefined
               ? await this.#runCommand(session, command)
-              : await session.runTurn(request, { lane: laneSignal, stop: active.stop.signal });
+              : await (runner as TurnRunner).run(session, request, {
+                  lane: laneSignal,
+                  stop: active.stop.signal,
+                });
           return turnResult;
         } finally {
           session.touch();
@@ -157,7 +161,7 @@ export class SessionManager {
   }
 
   /** Forgets the running turn and publishes how it ended (with the session's numbers, while someone listens). */
-  #end(session: SessionRuntime, active: ActiveTurn, result: TurnResult | undefined): void {
+  #end(session: Conversation, active: ActiveTurn, result: TurnResult | undefined): void {
     if (this.#running.get(session.key) === active) this.#running.delete(session.key);
     const events = this.#events;
     if (!events?.active) return;
@@ -176,7 +180,7 @@ export class SessionManager {
     });
   }
 
-  async #runCommand(session: SessionRuntime, command: ChatCommand): Promise<TurnResult> {
+  async #runCommand(session: Conversation, command: ChatCommand): Promise<TurnResult> {
     const reply = (text: string): TurnResult => ({
       sessionKey: session.key,
       kind: "command",
@@ -202,7 +206,7 @@ export class SessionManager {
             statusReport({
               ...session.report(),
               model:
-                this.#options.runtime?.modelName ??
+                this.#options.runner?.modelName ??
                 `not configured (set ${this.#options.missingModelSettings.join(", ")})`,
               queued: this.#options.scheduler.stats().byKey(session.key).queued,
             }),
@@ -218,16 +222,16 @@ export class SessionManager {
     }
   }
 
-  async #acquire(key: string, channel: string | undefined): Promise<SessionRuntime> {
+  async #acquire(key: string, channel: string | undefined): Promise<Conversation> {
     const loaded = this.#sessions.get(key);
     if (loaded) return loaded;
     let pending = this.#loading.get(key);
     if (!pending) {
       pending = this.#loader
         .load(key, channel)
-        .then(({ runtime, created }) => {
+        .then(({ conversation, created }) => {
           if (created) this.#events?.publish({ type: "session-created", sessionKey: key });
-          return runtime;
+          return conversation;
         })
         .finally(() => this.#loading.delete(key));
       this.#loading.set(key, pending);
@@ -258,7 +262,7 @@ export class SessionManager {
   }
 
   /** Writes the snapshot of an unloaded session whose last turns are only in the transcript, in its lane. */
-  #checkpoint(session: SessionRuntime): void {
+  #checkpoint(session: Conversation): void {
     this.#options.scheduler
       .run(session.key, async () => {
         if (session.turnsSinceCheckpoint > 0) await session.save();

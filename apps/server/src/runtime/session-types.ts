@@ -5,7 +5,7 @@ import type { EventBus } from "../events/event-bus.js";
 import type { LaneScheduler } from "../sessions/lane-scheduler.js";
 import type { SessionStats } from "../sessions/session-snapshot.js";
 import type { SessionStore } from "../sessions/session-store.js";
-import type { AgentRuntime } from "./agent-runtime.js";
+import type { TurnRunner } from "./turn-runner.js";
 
 /** Optional integrations with long-term memory (the summarizer queue, the memory files). */
 export interface SessionLifecycle {
@@ -32,13 +32,13 @@ export interface TurnObserver {
 export interface SessionManagerOptions {
   readonly store: SessionStore;
   readonly scheduler: LaneScheduler;
-  readonly runtime: AgentRuntime | undefined;
+  /** Runs the turns; absent when no model is configured (commands still work). */
+  readonly runner: TurnRunner | undefined;
   /** Env variables to set when no model is configured (for the 503 message). */
   readonly missingModelSettings: readonly string[];
   readonly tokenCounter: TokenCounter;
   readonly limits: {
     readonly maxMessageChars: number;
-    readonly turnTimeoutMs: number;
     readonly idleUnloadMs: number;
     readonly contextWindow: number;
   };

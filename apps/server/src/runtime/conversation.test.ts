@@ -1,4 +1,3 @@
-import { tmpdir } from "node:os";
 import { WorkingMemory } from "@almanac/agent";
 import {
   type ChatModel,
@@ -16,9 +15,11 @@ import {
   createMemorySessionStore,
   type MemorySessionState,
 } from "../../test/support/memory-session-store.js";
-import { createTestRuntime } from "../../test/test-session-manager.js";
+import { createTestRunner } from "../../test/test-session-manager.js";
 import { openSession, type SessionStore } from "../sessions/session.js";
-import { createSessionRuntime, type SessionRuntime } from "./session-runtime.js";
+import { Conversation, originalsFromTranscript } from "./conversation.js";
+import type { TurnRequest, TurnResult } from "./session-types.js";
+import type { TurnSignals } from "./turn-runner.js";
 
 const KEY = "api:default:api:runtime";
 
@@ -89,6 +90,11 @@ const hangingModel: ChatModel = {
     }),
 };
 
+/** A conversation over the in-memory store, and its turns run by a real turn runner. */
+type TestConversation = Conversation & {
+  runTurn(request: TurnRequest, signals: TurnSignals): Promise<TurnResult>;
+};
+
 function openRuntime(
   options: {
     withModel?: boolean;
@@ -97,9 +103,14 @@ function openRuntime(
     turnTimeoutMs?: number;
     checkpointed?: boolean;
   } = {},
-): SessionRuntime {
-  return createSessionRuntime({
-    session: openSession(store, KEY),
+): TestConversation {
+  const runner =
+    options.withModel === false
+      ? undefined
+      : createTestRunner(options.model ?? countingModel, { turnTimeoutMs: options.turnTimeoutMs ?? 10_000 });
+  const session = openSession(store, KEY);
+  const conversation = new Conversation({
+    session,
     state: {
       createdAt: 1_000,
       memory: options.memory ?? new WorkingMemory(),
@@ -107,13 +118,16 @@ function openRuntime(
     },
     checkpointed: options.checkpointed ?? false,
     systemPrompt: "test",
-    runtime:
-      options.withModel === false ? undefined : createTestRuntime(options.model ?? countingModel, tmpdir()),
+    compactor: runner?.compactorFor(KEY, (ids) => originalsFromTranscript(session, ids)),
+    toolSpecs: runner?.toolSpecs(KEY) ?? [],
     tokenCounter: createTokenCounter(),
     contextWindow: 10_000,
-    turnTimeoutMs: options.turnTimeoutMs ?? 10_000,
     clock: () => 2_000,
     logger: silentLogger,
+  });
+  return Object.assign(conversation, {
+    runTurn: (request: TurnRequest, turnSignals: TurnSignals) =>
+      (runner ?? createTestRunner(countingModel)).run(conversation, request, turnSignals),
   });
 }
 
@@ -150,7 +164,7 @@ beforeEach(() => {
   };
 });
 
-describe("a session's runtime over the in-memory store", () => {
+describe("a conversation over the in-memory store", () => {
   it("keeps a message the storage refused and writes it, in order, before the next turn's", async () => {
     const runtime = openRuntime();
     diskFull = true;
@@ -305,7 +319,10 @@ describe("a session's runtime over the in-memory store", () => {
     expect(runtime.figures().contextTokens).toBe(tokens);
     expect(runtime.report().contextTokens).toBe(tokens);
     expect(await runtime.compact(undefined)).toBeUndefined();
-    await expect(runtime.runTurn({ inbound: inbound("x") }, signals)).rejects.toMatchObject({
+    // A runner refuses a conversation that has no compactor (no model when it was loaded).
+    await expect(
+      createTestRunner(countingModel).run(runtime, { inbound: inbound("x") }, signals),
+    ).rejects.toMatchObject({
       code: "session.no_model",
     });
   });
