@@ -1,26 +1,33 @@
 /**
  * What a turn allocates on the server's heap: the figure behind its garbage collection (a scavenge every
- * 100–200 ms of bench/server-process.ts's 100 × 10 phase; BENCHMARKS.md, "Issue 14, sixth pass"). Unlike latency,
- * it barely moves with the machine's load, so it compares two builds or two versions of a change in one run each.
+ * 100–200 ms of bench/server-process.ts's 100 × 10 on Node 20). Unlike latency, it barely moves with the
+ * machine's load, so it compares two builds or two versions of a change in one run each.
  *
  * The server and the scripted model run in this process; turns go over a bare keep-alive `node:http` client (no
  * SDK on the client side). V8's sampling heap profiler, counting objects that were collected too, records the
  * sequential phase and then the phase of 100 sessions at once; frames of the test kit are the model's, the
  * rest is the server's (and `node:http`'s share of the client, a few KB a turn). Printed: KB a turn by part and
  * the server's largest allocation sites. The profiler slows some builtins down (array spreads, for one), so
- * time a site without it (as bench/array-copies.ts does) before changing it. Not part of the test run.
+ * time a site without it, in a micro-benchmark, before changing it (BENCHMARKS.md, "Tried and not kept").
+ * Not part of the test run.
  *
- * Run: node --import tsx bench/allocation.ts [--turns 300] [--top 15]
+ * Run: node --import tsx bench/allocation.ts [--turns 300] [--top 15] [--json <file>]
  */
 import { Agent } from "node:http";
 import { Session } from "node:inspector/promises";
 import { parseArgs } from "node:util";
+import { Figures, jsonOption } from "./figures.js";
 import { httpCall } from "./http-call.js";
 import { BENCH_TOKEN, startInProcessServer } from "./in-process-server.js";
 
 const { values } = parseArgs({
-  options: { turns: { type: "string", default: "300" }, top: { type: "string", default: "15" } },
+  options: {
+    turns: { type: "string", default: "300" },
+    top: { type: "string", default: "15" },
+    ...jsonOption,
+  },
 });
+const figures = new Figures(values.json);
 
 interface ProfileNode {
   readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
@@ -45,7 +52,12 @@ const inspector = new Session();
 inspector.connect();
 
 /** Runs `work` under the sampling heap profiler; the bytes it allocated, by part, and the server's top sites. */
-async function sampled(label: string, turns: number, work: () => Promise<void>): Promise<void> {
+async function sampled(
+  label: string,
+  figureName: string,
+  turns: number,
+  work: () => Promise<void>,
+): Promise<void> {
   await inspector.post("HeapProfiler.startSampling", {
     samplingInterval: 1024,
     includeObjectsCollectedByMajorGC: true,
@@ -73,16 +85,18 @@ async function sampled(label: string, turns: number, work: () => Promise<void>):
   walk(profile.head as ProfileNode, false, "—");
   const kb = (bytes: number) => (bytes / 1024 / turns).toFixed(1);
   console.log(`${label}: server ${kb(parts.server)} KB a turn, scripted model ${kb(parts.model)} KB a turn`);
+  figures.add(`${figureName}-server-per-turn`, parts.server / 1024 / turns, "KB");
+  figures.add(`${figureName}-model-per-turn`, parts.model / 1024 / turns, "KB");
   for (const [site, bytes] of [...sites].sort((a, b) => b[1] - a[1]).slice(0, Number(values.top)))
     console.log(`  ${kb(bytes).padStart(6)} KB  ${site}`);
 }
 
 for (let index = 0; index < 50; index += 1) await turn("warm", `warm ${index}`);
 const turns = Number(values.turns);
-await sampled(`${turns} sequential turns of one session`, turns, async () => {
+await sampled(`${turns} sequential turns of one session`, "sequential", turns, async () => {
   for (let index = 0; index < turns; index += 1) await turn("single", `message ${index}`);
 });
-await sampled("100 sessions at once × 10 turns", 1000, async () => {
+await sampled("100 sessions at once × 10 turns", "concurrent", 1000, async () => {
   await Promise.all(
     Array.from({ length: 100 }, async (_, session) => {
       for (let index = 0; index < 10; index += 1) await turn(`c${session}`, `message ${index}`);
@@ -90,6 +104,7 @@ await sampled("100 sessions at once × 10 turns", 1000, async () => {
   );
 });
 console.log(`node ${process.version}`);
+figures.write();
 inspector.disconnect();
 agent.destroy();
 await server.close();

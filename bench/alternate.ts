@@ -1,7 +1,8 @@
 /**
  * Alternates `bench/server-process.ts` over two or more builds, a fresh process each, and prints each run's key
  * figures and their medians per build: on a shared machine whose load moves within minutes, only alternating
- * rounds compare builds fairly. Not part of the test run.
+ * rounds compare builds fairly. The figures are read from each run's `--json` file (bench/figures.ts). Not part
+ * of the test run.
  *
  * Run: node --import tsx bench/alternate.ts --rounds 4 before=/tmp/wt-base/apps/server/dist/main.js \
  *        after=apps/server/dist/main.js [--args="<bench/server-process.ts options>"]
@@ -11,10 +12,12 @@
  * `git worktree add --detach /tmp/wt-base <rev>`, `pnpm install --frozen-lockfile --offline`, `pnpm build:server`)
  */
 import { spawnSync } from "node:child_process";
-import { loadavg } from "node:os";
+import { mkdtempSync, rmSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { readFigures } from "./figures.js";
 import { median } from "./sample-stats.js";
 
 const { values, positionals } = parseArgs({
@@ -34,52 +37,57 @@ const builds = positionals.map((spec) => {
 if (builds.length < 2) throw new Error("give at least two <label>=<main.js> builds");
 const extra = values.args.split(" ").filter((arg) => arg !== "");
 
-/**
- * The figures read from server-process's output, by the line they are on: the 100 × 10 figures without
- * "warm" are its first round's.
- */
-const figures = {
-  "seq p50": /300 sequential turns: p50 ([\d.]+) ms/,
-  "CPU/turn": /server CPU ([\d.]+) ms a turn/,
-  "100×10 CPU": /CPU in this phase: server (\d+) ms/,
-  "100×10 p99": /100 concurrent sessions × 10 turns, round 1: .*?p99 ([\d.]+) ms/,
-  "first p99": /first turn \(a new session\): .*?p99 ([\d.]+) ms/,
-  "later p99": /the later ones: .*?p99 ([\d.]+) ms/,
-  "warm p99": /100 × 10 after the first round .*?p99 ([\d.]+) ms/,
-  "warm CPU": /100 × 10 after the first round .*?server CPU ([\d.]+) ms a turn/,
+/** The columns shown, each a figure server-process writes (the 100 × 10 ones without "warm": its first round). */
+const columns = {
+  "seq p50": "sequential-latency-p50",
+  "beyond p99": "sequential-beyond-model-p99",
+  "CPU/turn": "sequential-server-cpu-per-turn",
+  "100×10 CPU": "concurrent-round-1-server-cpu-per-turn",
+  "100×10 p99": "concurrent-round-1-p99",
+  "first p99": "concurrent-round-1-first-turns-p99",
+  "later p99": "concurrent-round-1-later-turns-p99",
+  "warm p99": "concurrent-later-rounds-p99",
+  "warm CPU": "concurrent-later-rounds-server-cpu-per-turn",
 } as const;
-type Figure = keyof typeof figures;
+type Column = keyof typeof columns;
 
 const bench = join(dirname(fileURLToPath(import.meta.url)), "server-process.ts");
-const results = new Map(builds.map(({ label }) => [label, [] as Partial<Record<Figure, number>>[]]));
-const row = (label: string, values: Partial<Record<Figure, number>>, suffix = "") =>
-  `${label.padEnd(12)} ${(Object.keys(figures) as Figure[])
+const scratch = mkdtempSync(join(tmpdir(), "almanac-alternate-"));
+const results = new Map(builds.map(({ label }) => [label, [] as Partial<Record<Column, number>>[]]));
+const row = (label: string, values: Partial<Record<Column, number>>, suffix = "") =>
+  `${label.padEnd(12)} ${(Object.keys(columns) as Column[])
     .map((name) => `${name} ${values[name]?.toFixed(2) ?? "—"}`)
     .join("  ")}${suffix}`;
 
-for (let round = 1; round <= Number(values.rounds); round += 1) {
-  for (const { label, main, nodeFlags } of builds) {
-    const flags = nodeFlags === undefined ? [] : [`--node-flags=${nodeFlags}`];
-    const run = spawnSync(process.execPath, ["--import", "tsx", bench, "--main", main, ...flags, ...extra], {
-      encoding: "utf8",
-      maxBuffer: 16 * 1024 * 1024,
-    });
-    if (run.status !== 0) throw new Error(`${label} failed:\n${run.stderr}`);
-    const found: Partial<Record<Figure, number>> = {};
-    for (const [name, pattern] of Object.entries(figures) as [Figure, RegExp][]) {
-      const match = pattern.exec(run.stdout)?.[1];
-      // The 100 × 10 phase's CPU is printed for its 1,000 turns: shown a turn, like the sequential figure.
-      if (match !== undefined) found[name] = name === "100×10 CPU" ? Number(match) / 1000 : Number(match);
+try {
+  for (let round = 1; round <= Number(values.rounds); round += 1) {
+    for (const { label, main, nodeFlags } of builds) {
+      const flags = nodeFlags === undefined ? [] : [`--node-flags=${nodeFlags}`];
+      const file = join(scratch, `${label}-${round}.json`);
+      const run = spawnSync(
+        process.execPath,
+        ["--import", "tsx", bench, "--main", main, ...flags, ...extra, "--json", file],
+        { encoding: "utf8", maxBuffer: 16 * 1024 * 1024 },
+      );
+      if (run.status !== 0) throw new Error(`${label} failed:\n${run.stderr}`);
+      const figures = readFigures(file);
+      const found: Partial<Record<Column, number>> = {};
+      for (const [column, name] of Object.entries(columns) as [Column, string][]) {
+        const value = figures.get(name);
+        if (value !== undefined) found[column] = value;
+      }
+      results.get(label)?.push(found);
+      console.log(row(label, found, `  (round ${round}, load ${loadavg()[0]?.toFixed(2)})`));
     }
-    results.get(label)?.push(found);
-    console.log(row(label, found, `  (round ${round}, load ${loadavg()[0]?.toFixed(2)})`));
   }
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
 }
 
 console.log("medians:");
 for (const [label, runs] of results) {
-  const medians: Partial<Record<Figure, number>> = {};
-  for (const name of Object.keys(figures) as Figure[]) {
+  const medians: Partial<Record<Column, number>> = {};
+  for (const name of Object.keys(columns) as Column[]) {
     const seen = runs.map((run) => run[name]).filter((value): value is number => value !== undefined);
     if (seen.length > 0) medians[name] = median(seen);
   }

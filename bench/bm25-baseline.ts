@@ -1,6 +1,6 @@
 /**
  * A plain Okapi BM25 over the memory files: the baseline Almanac's default search has to beat
- * (issue 12). Line-aligned windows of about 400 words, k1 = 1.2, b = 0.75, Lucene's IDF
+ * (bench/conversational-retrieval.ts). Line-aligned windows of about 400 words, k1 = 1.2, b = 0.75, Lucene's IDF
  * `ln(1 + (N − df + 0.5) / (df + 0.5))`, no stemming, English stop words (NLTK's list) removed.
  * Words: Latin/other scripts are runs of letters and digits, lower-cased; Han/Kana runs are cut into
  * `Intl.Segmenter("zh")` words (no character bigrams, no Chinese stop words). Not tuned on purpose.

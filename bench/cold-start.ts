@@ -7,6 +7,7 @@
  * the test kit's scripted server, so the server starts with everything configured.
  *
  * Run: node --import tsx bench/cold-start.ts [--runner bin|dist|source] [--runs 5] [--memory year|empty]
+ *      [--json <file>]
  *   bin    `node apps/server/bin/almanac.js` (the build when it is current, else the sources through tsx)
  *   dist   `node --enable-source-maps apps/server/dist/main.js` (build first: `pnpm build`);
  *          dist-no-maps: the same without source maps, to see what they cost
@@ -22,6 +23,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { startScriptedLlm } from "@almanac/testkit";
 import { killOnExit } from "./child-cleanup.js";
+import { Figures, jsonOption } from "./figures.js";
 import { median } from "./sample-stats.js";
 import { writeYearCorpus } from "./year-corpus.js";
 
@@ -30,6 +32,7 @@ const { values } = parseArgs({
     runner: { type: "string", default: "bin" },
     runs: { type: "string", default: "5" },
     memory: { type: "string", default: "year" },
+    ...jsonOption,
   },
 });
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -74,10 +77,16 @@ function cpuMs(pid: number | undefined): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
-/** Spawns the server, polls /healthz every 5 ms; resolves with the time to the first 200 and a stop function. */
+/**
+ * Spawns the server as `pnpm start` does (with `--expose-gc`, for its idle collection; docs/decisions/0005), polls
+ * /healthz every 5 ms; resolves with the time to the first 200 and a stop function.
+ */
 async function coldServer(): Promise<{ ms: number; cpu: number; url: string; stop: () => Promise<void> }> {
   const started = performance.now();
-  const child = spawn(process.execPath, [...runnerArgs, "start"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--expose-gc", ...runnerArgs, "start"], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   killOnExit(child);
   let output = "";
   child.stdout.on("data", (chunk: Buffer) => {
@@ -166,5 +175,13 @@ console.log(
     .map((value) => value.toFixed(2))
     .join(" ")}`,
 );
+const figures = new Figures(values.json);
+figures.add("start-to-healthz-median", median(startUp), "ms", { below: 1000 });
+figures.add("start-to-healthz-cpu-median", median(startUpCpu), "ms");
+figures.add("cold-sessions-list-median", median(sessionsList), "ms");
+figures.add("cold-sessions-list-cpu-median", median(sessionsListCpu), "ms");
+figures.add("cold-memory-search-median", median(memorySearch), "ms", { below: 400 });
+figures.add("cold-memory-search-cpu-median", median(memorySearchCpu), "ms");
+figures.write();
 await llm.close();
 await rm(home, { recursive: true, force: true });

@@ -1,18 +1,25 @@
 /**
- * Ranking on conversational memory (issue 12): Almanac's default full-text search beside a plain
- * BM25 (bench/bm25-baseline.ts) on the set in bench/fixtures/conversational (50 days of dialogue
+ * Ranking on conversational memory: Almanac's default full-text search beside a plain BM25
+ * (bench/bm25-baseline.ts) on the set in bench/fixtures/conversational (50 days of dialogue
  * logs plus summarizer bullets and a MEMORY.md; English and Chinese questions, each with the lines
  * that answer it). A hit is a result in the right file whose line range holds an answer line.
- * Run: npx tsx bench/conversational-retrieval.ts [--misses]   (not part of the test run)
+ * Run: npx tsx bench/conversational-retrieval.ts [--misses] [--json <file>]   (not part of the test run)
  * `--misses` lists the tuning half's misses; the reported half is never listed, so tuning cannot see it.
+ * `--json` writes the figures (bench/figures.ts), the reported half's with their target: the default search
+ * at least 3 points above BM25 on R@1 and MRR@10 and not below it on R@5 and R@10, in each language (the
+ * criterion `packages/memory-index/src/conversational-ranking.test.ts` checks).
  */
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
 import { listMemoryFiles } from "@almanac/memory-files";
 import { createMemoryIndexer, createMemorySearch, createSqliteIndex } from "@almanac/memory-index";
 import { createBm25Baseline } from "./bm25-baseline.js";
+import { Figures, jsonOption } from "./figures.js";
+
+const { values } = parseArgs({ options: { misses: { type: "boolean", default: false }, ...jsonOption } });
 
 const FIXTURES = fileURLToPath(new URL("./fixtures/conversational/", import.meta.url));
 const TOP = 10;
@@ -154,7 +161,8 @@ function separation(answerable: readonly number[], never: readonly number[]): nu
 const format = (value: number) => (Number.isNaN(value) ? "–" : value.toFixed(1));
 
 async function main(): Promise<void> {
-  const showMisses = process.argv.includes("--misses");
+  const showMisses = values.misses;
+  const figures = new Figures(values.json);
   const questions = await loadQuestions();
   const workspace = path.join(FIXTURES, "workspace");
   const files = await listMemoryFiles(workspace);
@@ -209,6 +217,8 @@ async function main(): Promise<void> {
     console.log(
       `Mean query time: default ${(defaultMs / questions.length).toFixed(2)} ms, BM25 ${(bm25Ms / questions.length).toFixed(2)} ms.\n`,
     );
+    figures.add("default-mean-query-time", defaultMs / questions.length, "ms");
+    figures.add("bm25-mean-query-time", bm25Ms / questions.length, "ms");
     console.log(
       "Cells are default / BM25, in %. A hit: the right file, a line range that holds an answer line.\n",
     );
@@ -267,6 +277,18 @@ async function main(): Promise<void> {
         ),
     ]);
     console.log(`${header}\n${reportRows.join("\n")}\n`);
+    const all = measure(answerable, defaults);
+    for (const key of ["r1", "r5", "r10", "mrr"] as const) figures.add(`all-${key}`, all[key], "%");
+    for (const language of languages) {
+      const subset = reported.filter((question) => question.language === language);
+      const ours = measure(subset, defaults);
+      const theirs = measure(subset, baseline);
+      for (const key of ["r1", "r5", "r10", "mrr"] as const) {
+        const margin = key === "r1" || key === "mrr" ? 3 : 0;
+        figures.add(`report-${language}-${key}`, ours[key], "%", { atLeast: theirs[key] + margin });
+        figures.add(`report-${language}-${key}-bm25`, theirs[key], "%");
+      }
+    }
 
     const plain = measure(answerable, withoutRecency);
     console.log(
@@ -352,6 +374,7 @@ async function main(): Promise<void> {
         );
       }
     }
+    figures.write();
   } finally {
     await backend.close();
     await rm(directory, { recursive: true, force: true });

@@ -57,7 +57,7 @@ export interface ModelProcessOptions {
   /**
    * How long the model keeps an idle connection open (node:http's `keepAliveTimeout`; default Node's 5 s). After a
    * longer pause the server's next requests open new connections, which the model accepts one per turn of its
-   * event loop (libuv/libuv#3696).
+   * event loop (https://github.com/libuv/libuv/pull/3696).
    */
   readonly keepAliveMs?: number;
   /** Keep the chat requests' bodies for {@link ModelProcess.chatBodies} (otherwise dropped once answered). */

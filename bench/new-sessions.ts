@@ -8,12 +8,14 @@
  * whole process's (`/proc`). The medians leave out the first `--skip` rounds (V8 still compiling the turn path).
  *
  * Main-thread CPU moves less with the machine's load than the latencies, but on a shared machine still by up to
- * 2× between runs minutes apart (BENCHMARKS.md, "Issue 14, eighth pass"): compare builds in alternated runs.
+ * 2× between runs minutes apart: compare builds in alternated runs.
  * The rest of a burst's time is the thread pool's: each new conversation fsyncs its new transcript, and the
  * sessions directory is fsynced for the new entries (in groups; core's `fsyncDirectory`).
  *
  * Run: node --import tsx bench/new-sessions.ts [--main apps/server/dist/main.js] [--sessions 100] [--rounds 12]
  *      [--skip 4] [--only-new] ["--node-flags=<flags for the server's node, e.g. --cpu-prof --cpu-prof-dir=/tmp/p>"]
+ *      [--json <file>]
+ * UV_THREADPOOL_SIZE is passed through to the server.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { Agent } from "node:http";
@@ -22,6 +24,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { cpuMs, startAlmanac } from "./almanac-process.js";
+import { Figures, jsonOption } from "./figures.js";
 import { httpCall } from "./http-call.js";
 import { startModelProcess } from "./model-process.js";
 import { median } from "./sample-stats.js";
@@ -34,6 +37,7 @@ const { values } = parseArgs({
     skip: { type: "string", default: "4" },
     "only-new": { type: "boolean", default: false },
     "node-flags": { type: "string", default: "" },
+    ...jsonOption,
   },
 });
 const sessions = Number(values.sessions);
@@ -103,6 +107,7 @@ for (let round = 0; round < rounds; round += 1) {
   if (!values["only-new"]) bursts.existing.push(await burst(users));
 }
 console.log(`node ${process.version}, ${values.main}`);
+const figures = new Figures(values.json);
 for (const [label, list] of Object.entries(bursts)) {
   if (list.length === 0) continue;
   const shown = list.map(({ wall, main, all }) => `${wall.toFixed(0)}/${main}/${all}`).join(" ");
@@ -113,7 +118,11 @@ for (const [label, list] of Object.entries(bursts)) {
   console.log(
     `  median of rounds ${skip + 1}–${list.length}: last answer after ${median(kept.map((one) => one.wall)).toFixed(0)} ms, server CPU main ${median(kept.map((one) => one.main))} ms, process ${median(kept.map((one) => one.all))} ms`,
   );
+  figures.add(`${label}-last-answer-median`, median(kept.map((one) => one.wall)), "ms");
+  figures.add(`${label}-main-thread-cpu-median`, median(kept.map((one) => one.main)), "ms");
+  figures.add(`${label}-process-cpu-median`, median(kept.map((one) => one.all)), "ms");
 }
+figures.write();
 await server.stop();
 await model.close();
 agent.destroy();

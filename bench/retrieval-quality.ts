@@ -2,11 +2,12 @@
  * Recall@5 on the retrieval-quality set (packages/memory-index/fixtures/retrieval): plain substring
  * search (the baseline), full-text only, and hybrid with the test kit's local scripted embedder
  * (hashed-word vectors: lexical, not semantic, so it shows the plumbing rather than a real model).
- * Run: npx tsx bench/retrieval-quality.ts   (not part of the test run)
+ * Run: npx tsx bench/retrieval-quality.ts [--json <file>]   (not part of the test run)
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
+import { parseArgs } from "node:util";
 import type { Embedder } from "@almanac/core";
 import { createOpenAIEmbedder } from "@almanac/llm";
 import { createMemoryIndexer, createMemorySearch, createSqliteIndex } from "@almanac/memory-index";
@@ -17,6 +18,10 @@ import {
   type RetrievalQuestion,
   recallAtK,
 } from "../packages/memory-index/test/retrieval-set.js";
+import { Figures, jsonOption } from "./figures.js";
+
+const { values } = parseArgs({ options: { ...jsonOption } });
+const figures = new Figures(values.json);
 
 type Ranking = (question: string) => Promise<readonly string[]>;
 
@@ -32,6 +37,7 @@ async function searchRanking(workspace: string, directory: string, embedder?: Em
 
 async function report(
   label: string,
+  name: string,
   questions: readonly RetrievalQuestion[],
   rank: Ranking,
 ): Promise<string[]> {
@@ -51,6 +57,10 @@ async function report(
   const cell = (value: { recall: number; found: number; total: number }) =>
     `${value.recall.toFixed(3)} (${value.found}/${value.total})`;
   console.log(`| ${label} | ${cell(all)} | ${cell(english)} | ${cell(chinese)} | ${cell(first)} |`);
+  figures.add(`${name}-recall-at-5`, all.recall, "share");
+  figures.add(`${name}-recall-at-5-en`, english.recall, "share");
+  figures.add(`${name}-recall-at-5-zh`, chinese.recall, "share");
+  figures.add(`${name}-recall-at-1`, first.recall, "share");
   return all.missed.map((missed) => `${label}: missed "${missed.question}" → ${missed.answer}`);
 }
 
@@ -68,15 +78,27 @@ try {
   console.log("| ranking | recall@5 | recall@5 English | recall@5 Chinese | recall@1 |");
   console.log("|---|---|---|---|---|");
   const missed = [
-    ...(await report("substring baseline", set.questions, await createSubstringBaseline(set.workspace))),
-    ...(await report("full-text only", set.questions, await searchRanking(set.workspace, directory))),
+    ...(await report(
+      "substring baseline",
+      "substring",
+      set.questions,
+      await createSubstringBaseline(set.workspace),
+    )),
+    ...(await report(
+      "full-text only",
+      "full-text",
+      set.questions,
+      await searchRanking(set.workspace, directory),
+    )),
     ...(await report(
       "hybrid (scripted embedder)",
+      "hybrid",
       set.questions,
       await searchRanking(set.workspace, directory, embedder),
     )),
   ];
   console.log(`\n${missed.join("\n")}`);
+  figures.write();
 } finally {
   await llm.close();
   await rm(directory, { recursive: true, force: true });

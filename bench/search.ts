@@ -6,13 +6,15 @@
  *  3. file-save-to-searchable latency p50/p95 with the watcher.
  * Run: npx tsx bench/search.ts            (add --quick to skip the 100k build; --index-only runs
  *      the full-text indexing row alone, for profiling with `node --cpu-prof --import tsx`; --year runs
- *      the issue-14 rows on the year corpus alone: indexing it in-process, text only, and the search
- *      median of per-query medians, with the backend's chunk cache and without)
+ *      the rows on the year corpus (bench/year-corpus.ts) alone: indexing it in-process, text only, and the
+ *      search median of per-query medians, with the backend's chunk cache and without; --json <file> writes
+ *      the figures, bench/figures.ts)
  */
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { performance } from "node:perf_hooks";
+import { parseArgs } from "node:util";
 import { createOpenAIEmbedder } from "@almanac/llm";
 import {
   analyzeText,
@@ -25,12 +27,21 @@ import {
   searchableText,
 } from "@almanac/memory-index";
 import { startScriptedLlm } from "@almanac/testkit";
+import { Figures, jsonOption } from "./figures.js";
 import { median, percentile } from "./sample-stats.js";
 import { writeYearCorpus, yearQueries } from "./year-corpus.js";
 
-const quick = process.argv.includes("--quick");
-const indexOnly = process.argv.includes("--index-only");
-const year = process.argv.includes("--year");
+const { values } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    "index-only": { type: "boolean", default: false },
+    year: { type: "boolean", default: false },
+    ...jsonOption,
+  },
+});
+const { quick, year } = values;
+const indexOnly = values["index-only"];
+const figures = new Figures(values.json);
 
 // ---- Synthetic notes: Zipf-distributed pseudo-words, ticket ids, some Chinese -------------------
 
@@ -148,6 +159,11 @@ async function throughput(directory: string): Promise<void> {
       console.log(
         `| index ${label} | ${report.filesIndexed} files, ${report.chunksIndexed} chunks | ${(report.chunksIndexed / seconds).toFixed(0)} chunks/s | ${seconds.toFixed(1)} s |`,
       );
+      figures.add(
+        `index-${withEmbedder ? "with-embedder" : "full-text"}-${report.filesIndexed}-files`,
+        report.chunksIndexed / seconds,
+        "chunks/s",
+      );
       await indexer.close();
       await backend.close();
     }
@@ -220,6 +236,13 @@ async function latency(directory: string, chunks: number): Promise<void> {
   console.log(
     `| memory_search, full-text, ${chunks / 1000}k chunks | p50 ${ms(percentile(timings, 50))} | p95 ${ms(percentile(timings, 95))} | build ${buildSeconds.toFixed(0)} s |`,
   );
+  figures.add(`search-${chunks / 1000}k-p50`, percentile(timings, 50), "ms");
+  figures.add(
+    `search-${chunks / 1000}k-p95`,
+    percentile(timings, 95),
+    "ms",
+    chunks === 100_000 ? { below: 10 } : undefined,
+  );
   await backend.close();
 }
 
@@ -253,6 +276,8 @@ async function saveToSearchable(directory: string): Promise<void> {
   console.log(
     `| save → searchable (watcher, 150 ms debounce) | p50 ${ms(percentile(timings, 50))} | p95 ${ms(percentile(timings, 95))} | 40 saves |`,
   );
+  figures.add("save-to-searchable-p50", percentile(timings, 50), "ms");
+  figures.add("save-to-searchable-p95", percentile(timings, 95), "ms", { below: 250 });
   await indexer.close();
   await backend.close();
 }
@@ -270,6 +295,8 @@ async function yearRows(directory: string): Promise<void> {
   console.log(
     `| index the year corpus in-process, text only (tokenizer table loaded inside) | ${report.filesIndexed} files, ${report.chunksIndexed} chunks | ${(report.chunksIndexed / seconds).toFixed(0)} chunks/s | ${seconds.toFixed(2)} s |`,
   );
+  figures.add("year-index-time", seconds, "s", { below: 0.4 });
+  figures.add("year-index-rate", report.chunksIndexed / seconds, "chunks/s");
   // Again into a fresh index in the same process: the tokenizer table and the counting caches are warm.
   const again = createSqliteIndex({ path: path.join(directory, "year-again.sqlite") });
   const warmIndexer = createMemoryIndexer({ workspace, backend: again });
@@ -279,6 +306,7 @@ async function yearRows(directory: string): Promise<void> {
   console.log(
     `| the same again, same process (tokenizer loaded, caches warm) | ${warm.chunksIndexed} chunks | ${(warm.chunksIndexed / warmSeconds).toFixed(0)} chunks/s | ${warmSeconds.toFixed(2)} s |`,
   );
+  figures.add("year-index-warm-time", warmSeconds, "s");
   await warmIndexer.close();
   await again.close();
 
@@ -287,6 +315,7 @@ async function yearRows(directory: string): Promise<void> {
   console.log(
     `| memory_search on the year corpus, median of per-query medians (${yearQueries.length} queries × 200) | ${ms(median(medians))} | slowest query ${ms(Math.max(...medians))} | |`,
   );
+  figures.add("year-search-median", median(medians), "ms", { below: 0.4 });
   // Each query repeats 200 times, so the row above reads its candidates from the backend's chunk cache: this
   // one reads every candidate from SQLite again, as a query whose candidates no search read before does.
   const uncached = createSqliteIndex({ path: path.join(directory, "year.sqlite"), chunkCacheCharacters: 0 });
@@ -294,6 +323,7 @@ async function yearRows(directory: string): Promise<void> {
   console.log(
     `| the same, chunk cache off (every candidate read and normalised anew) | ${ms(median(uncachedMedians))} | slowest query ${ms(Math.max(...uncachedMedians))} | |`,
   );
+  figures.add("year-search-uncached-median", median(uncachedMedians), "ms");
   await uncached.close();
   await indexer.close();
   await backend.close();
@@ -333,6 +363,7 @@ try {
     if (!quick) await latency(directory, 100_000);
     await saveToSearchable(directory);
   }
+  figures.write();
 } finally {
   await rm(directory, { recursive: true, force: true });
 }

@@ -1,3 +1,23 @@
+/**
+ * The built server as a user runs it, measured from outside (not part of the test run): `almanac start` from
+ * `apps/server/dist/` in its own process (bench/almanac-process.ts) over a synthetic year of memory
+ * (bench/year-corpus.ts), the scripted model in a second process (bench/model-process.ts), this bench as the
+ * client over keep-alive HTTP in a third. In order:
+ *  1. start → the first `/healthz` 200; RSS after `--idle-seconds` idle; memory search over HTTP;
+ *  2. one session's 300 sequential turns (after `--sequential-warm-up` turns in other sessions): latency, what the
+ *     server added beyond the model's own time, and the server's CPU a turn, by thread;
+ *  3. 100 new sessions, one turn each, one after another;
+ *  4. `--sessions` loaded idle sessions: RSS 2 s after, and after `--idle-seconds` more;
+ *  5. `--concurrent-rounds` rounds of 100 new sessions × 10 turns at once, each round taken apart.
+ * Figures that /proc gives (RSS, CPU, threads, connections) need Linux. Build first: `pnpm build:server`.
+ *
+ * Run: node --import tsx bench/server-process.ts [--runner dist|bin|source] [--main <dist/main.js>]
+ *      [--idle-seconds 30] [--sessions 1000] [--memory year|empty] [--quick] [--restart]
+ *      [--sequential-warm-up 20] [--warm-up-session-turns 300] [--concurrent-rounds 3] [--round-gap-seconds 0]
+ *      [--max-concurrent-turns 100] [--model-keep-alive-ms <ms>] [--model-host <name>]
+ *      ["--node-flags=<flags for the server's node>"] [--dump-concurrent <file>] [--json <file>]
+ * BENCH_KEEP_LOG=1 keeps the server's log; UV_THREADPOOL_SIZE is passed through to the server.
+ */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { Agent } from "node:http";
@@ -7,6 +27,7 @@ import { PerformanceObserver, performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { cpuMs, startAlmanac } from "./almanac-process.js";
+import { Figures, jsonOption } from "./figures.js";
 import { httpCall, type ServerTimings, serverTimings } from "./http-call.js";
 import { startModelProcess } from "./model-process.js";
 import { percentile } from "./sample-stats.js";
@@ -30,6 +51,7 @@ const { values } = parseArgs({
     "warm-up-session-turns": { type: "string", default: "300" },
     "model-keep-alive-ms": { type: "string" },
     "model-host": { type: "string" },
+    ...jsonOption,
   },
 });
 
@@ -38,6 +60,7 @@ const { values } = parseArgs({
  * undici's fetch in this process cost enough CPU on the 2-core machine to delay the answers it measures.
  */
 const clientAgent = new Agent({ keepAlive: true });
+const figures = new Figures(values.json);
 
 await main();
 
@@ -125,21 +148,26 @@ async function main(): Promise<void> {
     console.error(line);
   };
   note(`server start → /healthz 200: ${startMs.toFixed(0)} ms (runner ${values.runner})`);
+  figures.add("start-to-healthz", startMs, "ms", { below: 1000 });
 
   await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
   note(
     `RSS after start + ${idleSeconds} s idle: ${memory(serverPid)}; server CPU so far ${cpuMs(serverPid)} ms`,
   );
+  figures.add("idle-rss", rss(serverPid) / 1024, "MB", { below: 120 });
 
   await turn("first", "hello");
   await new Promise((resolve) => setTimeout(resolve, 1000));
   note(`RSS after one turn: ${memory(serverPid)}`);
+  figures.add("rss-after-one-turn", rss(serverPid) / 1024, "MB");
 
   for (const query of yearQueries) await search(query); // warm-up
   const searches: number[] = [];
   for (let round = 0; round < 50; round += 1)
     for (const query of yearQueries) searches.push(await search(query));
   note(`memory search over HTTP (${yearQueries.length} queries × 50, sequential): ${format(searches)}`);
+  figures.add("search-http-p50", percentile(searches, 50), "ms", { below: 1.5 });
+  figures.add("search-http-p95", percentile(searches, 95), "ms");
   note(`RSS after the searches: ${memory(serverPid)}`);
 
   if (!values.quick) await sequentialTurns();
@@ -156,6 +184,7 @@ async function main(): Promise<void> {
   await model.close();
   await rm(home, { recursive: true, force: true });
   console.log(report.join("\n"));
+  figures.write();
 
   /**
    * One session, 300 turns one after another: latency beside the model's own (the same kind of request sent to it
@@ -291,6 +320,13 @@ async function main(): Promise<void> {
         return `#${index} (model request ${requestBytes.get(`message ${index}`)} bytes) ${beyond.toFixed(2)} = server ${(timing.total - timing.model).toFixed(2)} + model waits beyond its clock ${(timing.model - own).toFixed(2)} (the model collecting garbage meanwhile: ${pausedDuring(modelPauses, index).toFixed(2)}) + outside ${(latency - timing.total).toFixed(2)} (this client collecting garbage meanwhile: ${pausedDuring(clientCollections, index).toFixed(2)}); main threads ran / waited for a core: server ${main("server").ranMs.toFixed(2)} / ${main("server").waitedMs.toFixed(2)}, model ${main("model").ranMs.toFixed(2)} / ${main("model").waitedMs.toFixed(2)}; the threads that ran most meanwhile: ${runners}`;
       });
     note(`  the 6 turns that added most (ms): ${worst.join("; ")}`);
+    figures.add("sequential-latency-p50", percentile(turns, 50), "ms");
+    figures.add("sequential-latency-p99", percentile(turns, 99), "ms");
+    figures.add("sequential-beyond-model-p50", percentile(beyondModel, 50), "ms", { below: 3 });
+    figures.add("sequential-beyond-model-p99", percentile(beyondModel, 99), "ms", { below: 6 });
+    figures.add("sequential-inside-server-p50", percentile(insideServer, 50), "ms");
+    figures.add("sequential-inside-server-p99", percentile(insideServer, 99), "ms");
+    figures.add("sequential-server-cpu-per-turn", cpuPerTurn, "ms");
     note(
       `  the main threads' waits for a core, per turn: server ${format(mainThreads("server", "waitedMs"))}, model ${format(mainThreads("model", "waitedMs"))}; their run time per turn: server ${format(mainThreads("server", "ranMs"))}, model ${format(mainThreads("model", "ranMs"))}; the other threads' run time per turn: server ${format(otherThreads("server"))}, model ${format(otherThreads("model"))}, this client ${format(otherThreads("client"))}`,
     );
@@ -302,7 +338,7 @@ async function main(): Promise<void> {
 
   /**
    * 100 new sessions, one after another, each with one turn: what a session's first turn costs the server on
-   * top of a loaded session's (phase 3), without the contention of phase 5's first round.
+   * top of a loaded session's (the sequential turns), without the contention of the 100 × 10's first round.
    */
   async function newSessionTurns(): Promise<void> {
     for (let index = 0; index < 10; index += 1) await turn(`new-warm-${index}`, "hello");
@@ -311,9 +347,12 @@ async function main(): Promise<void> {
     const from = process.hrtime.bigint() / 1000n;
     const turns: number[] = [];
     for (let index = 0; index < 100; index += 1) turns.push(await turn(`new-${index}`, "hello"));
+    const cpuPerTurn = (cpuMs(serverPid) - cpuBefore) / turns.length;
     note(
-      `100 new sessions, one turn each, one after another: ${format(turns)}; server CPU ${((cpuMs(serverPid) - cpuBefore) / turns.length).toFixed(2)} ms a turn (by thread: ${threadCpuPerTurn(serverPid, threadsBefore, turns.length)}) (monotonic µs ${from}–${process.hrtime.bigint() / 1000n})`,
+      `100 new sessions, one turn each, one after another: ${format(turns)}; server CPU ${cpuPerTurn.toFixed(2)} ms a turn (by thread: ${threadCpuPerTurn(serverPid, threadsBefore, turns.length)}) (monotonic µs ${from}–${process.hrtime.bigint() / 1000n})`,
     );
+    figures.add("new-session-turn-p50", percentile(turns, 50), "ms");
+    figures.add("new-session-server-cpu-per-turn", cpuPerTurn, "ms");
   }
 
   async function loadSessions(): Promise<void> {
@@ -330,12 +369,20 @@ async function main(): Promise<void> {
     note(
       `RSS with ${idleSessions} loaded idle sessions, 2 s after: ${memory(serverPid)} (+${((rssAfter - rssBefore) / idleSessions).toFixed(1)} KiB a session)`,
     );
+    figures.add("loaded-sessions-rss", rssAfter / 1024, "MB");
     // V8 shrinks an idle heap on its own after a while (its memory reducer): what a quiet server holds. The
     // CPU it spends meanwhile is what an idle server costs (timers, sweeps, the idle collection).
     const idleCpuBefore = cpuMs(serverPid);
     await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
     note(
       `  the same after ${idleSeconds} s more idle: ${memory(serverPid)} (+${((rss(serverPid) - rssBefore) / idleSessions).toFixed(1)} KiB a session); server CPU in those ${idleSeconds} s: ${cpuMs(serverPid) - idleCpuBefore} ms`,
+    );
+    // The target is for 1,000 sessions; another count is an experiment.
+    figures.add(
+      "loaded-sessions-rss-after-idle",
+      rss(serverPid) / 1024,
+      "MB",
+      idleSessions === 1000 ? { below: 200 } : undefined,
     );
 
     const rounds = Number(values["concurrent-rounds"]);
@@ -411,11 +458,18 @@ async function main(): Promise<void> {
       );
       note(`    first turns: ${parts(firstParts)}`);
       note(`    later turns: ${parts(laterParts)}`);
+      figures.add(`concurrent-round-${round}-p99`, percentile(concurrent, 99), "ms", { below: 250 });
+      figures.add(`concurrent-round-${round}-first-turns-p99`, percentile(firstTurns, 99), "ms");
+      figures.add(`concurrent-round-${round}-later-turns-p99`, percentile(laterTurns, 99), "ms");
+      figures.add(`concurrent-round-${round}-server-cpu-per-turn`, serverCpu / concurrent.length, "ms");
     }
-    if (warm.length > 0)
+    if (warm.length > 0) {
       note(
         `100 × 10 after the first round (rounds 2–${rounds}, V8 done optimizing the turn path): ${format(warm)}; server CPU ${(warmCpu / warm.length).toFixed(2)} ms a turn`,
       );
+      figures.add("concurrent-later-rounds-p99", percentile(warm, 99), "ms", { below: 250 });
+      figures.add("concurrent-later-rounds-server-cpu-per-turn", warmCpu / warm.length, "ms");
+    }
     if (values["dump-concurrent"] !== undefined)
       writeFileSync(
         values["dump-concurrent"],

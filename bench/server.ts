@@ -1,15 +1,17 @@
 /**
  * Server overhead per turn with a scripted model that answers instantly, at 1 and at 100 concurrent
  * sessions, and resident memory per loaded idle session.
- * Run: node --expose-gc --import tsx bench/server.ts [--quick] [--warm-up 50] [--model-process]
+ * Run: node --expose-gc --import tsx bench/server.ts [--quick] [--warm-up 50] [--model-process] [--json <file>]
  * (not part of the test run). `--model-process` runs the scripted model in its own process
  * (bench/model-process.ts), so its garbage does not pace the scavenges the server's turns wait for.
  * `--quick` runs only the sequential single-session part (for profiling with `--cpu-prof` or counting
- * fsyncs with `strace -f -c -e trace=fsync,fdatasync`).
+ * fsyncs with `strace -f -c -e trace=fsync,fdatasync`). BENCH_DUMP_TURNS=1 prints each sequential turn's
+ * overhead as JSON. `--json <file>` writes the figures (bench/figures.ts).
  */
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import OpenAI from "openai";
+import { Figures, jsonOption } from "./figures.js";
 import { serverTimings } from "./http-call.js";
 import { BENCH_TOKEN, startInProcessServer } from "./in-process-server.js";
 import { startModelProcess } from "./model-process.js";
@@ -23,6 +25,7 @@ const { values } = parseArgs({
     quick: { type: "boolean", default: false },
     "warm-up": { type: "string", default: "50" },
     "model-process": { type: "boolean", default: false },
+    ...jsonOption,
   },
 });
 
@@ -141,5 +144,21 @@ if (IDLE > 0)
 console.log(
   `node ${process.version}, ${warmUp} warm-up turns, scripted model ${modelProcess ? "in its own process" : "in this process"}`,
 );
+const figures = new Figures(values.json);
+figures.add("model-alone-p50", percentile(modelOnly, 50), "ms");
+figures.add("sequential-latency-p50", percentile(single, 50), "ms");
+figures.add("sequential-latency-p99", percentile(single, 99), "ms");
+figures.add("overhead-replayed-p50", percentile(overhead, 50), "ms");
+figures.add("overhead-replayed-p99", percentile(overhead, 99), "ms");
+figures.add("overhead-server-timing-p50", percentile(beyondModel, 50), "ms");
+figures.add("overhead-server-timing-p99", percentile(beyondModel, 99), "ms");
+figures.add("inside-server-p50", percentile(insideServer, 50), "ms");
+figures.add("inside-server-p99", percentile(insideServer, 99), "ms");
+if (!quick) {
+  figures.add("concurrent-latency-p50", percentile(concurrent, 50), "ms");
+  figures.add("concurrent-latency-p99", percentile(concurrent, 99), "ms");
+}
+if (IDLE > 0) figures.add("rss-per-idle-session", (after - before) / IDLE / 1024, "KiB");
+figures.write();
 await server.close();
 await modelProcess?.close();

@@ -1,11 +1,16 @@
 /**
  * Cost of re-counting a 1,000-message history after appending one message:
  * cached counter (per-message cache) versus counting every message from scratch.
- * Run: pnpm bench:tokens   (not part of the test run)
+ * Run: npx tsx bench/token-count.ts [--json <file>]   (or `pnpm bench:tokens`; not part of the test run)
  */
 import { performance } from "node:perf_hooks";
+import { parseArgs } from "node:util";
 import { createMessage, createTokenCounter, type Message } from "@almanac/core";
+import { Figures, jsonOption } from "./figures.js";
 import { percentile } from "./sample-stats.js";
+
+const { values } = parseArgs({ options: { ...jsonOption } });
+const figures = new Figures(values.json);
 
 const HISTORY = 1000;
 const ROUNDS = 200;
@@ -22,7 +27,7 @@ function history(): Message[] {
   );
 }
 
-function measure(label: string, count: (messages: readonly Message[]) => number): void {
+function measure(label: string, name: string, count: (messages: readonly Message[]) => number): void {
   const messages = history();
   count(messages); // the history was counted before the new message arrived
   const timings: number[] = [];
@@ -36,13 +41,20 @@ function measure(label: string, count: (messages: readonly Message[]) => number)
   console.log(
     `${label.padEnd(36)} p50 ${percentile(timings, 50).toFixed(3)} ms   p99 ${percentile(timings, 99).toFixed(3)} ms   (last total ${total} tokens)`,
   );
+  figures.add(`${name}-p50`, percentile(timings, 50), "ms");
+  figures.add(`${name}-p99`, percentile(timings, 99), "ms");
 }
 
 createTokenCounter().countMessages(history()); // warm the tokenizer itself (JIT, merge cache)
 
 const cached = createTokenCounter();
-measure("cached: recount after appending one", (messages) => cached.countMessages(messages));
-measure("uncached: fresh counter every time", (messages) => createTokenCounter().countMessages(messages));
+measure("cached: recount after appending one", "recount-cached", (messages) =>
+  cached.countMessages(messages),
+);
+measure("uncached: fresh counter every time", "recount-uncached", (messages) =>
+  createTokenCounter().countMessages(messages),
+);
 console.log(
   `node ${process.version}; history ${HISTORY} messages, ${ROUNDS} appends; counter method ${cached.method}`,
 );
+figures.write();

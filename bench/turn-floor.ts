@@ -3,29 +3,31 @@
  * `/v1/chat/completions` can cost with the libraries the server is built on, and nothing of its own. This
  * process serves `POST /v1/chat/completions` (fastify, or bare `node:http` with `--http node`), keeps one
  * conversation in memory, and sends it whole to the scripted model (its own process, as in
- * bench/server-process.ts) with the `openai` client over the llm package's keep-alive `node:http` fetch; a client
- * in a third process sends `--turns` sequential turns (after 50 warm-up ones). Printed: the turn latency p50/p99
- * as the client saw it, the same minus the time the model itself took over the turn's request (its own clock,
- * bench/model-process.ts; one conversation only), and this process's CPU per turn, to set beside bench/server-process.ts's
- * "300 sequential turns" row (no transcript, snapshot, session, agent, logging or statistics here).
+ * bench/server-process.ts) with the `openai` client over the llm package's model fetch (`createModelFetch`); a
+ * client in a third process sends `--turns` sequential turns (after `--warm-up` ones). Printed: the turn latency
+ * p50/p99 as the client saw it, the same minus the time the model itself took over the turn's request (its own
+ * clock, bench/model-process.ts; one conversation only), and this process's CPU per turn, to set beside
+ * bench/server-process.ts's "300 sequential turns" row (no transcript, snapshot, session, agent, logging or
+ * statistics here).
  *
  * `--llm http` calls the model with a bare keep-alive `node:http` request instead of the `openai` client.
- * `--sessions N` runs N conversations at once, `--turns` each (phase 5 of bench/server-process.ts is
+ * `--sessions N` runs N conversations at once, `--turns` each (bench/server-process.ts's 100 × 10 is
  * `--sessions 100 --turns 10`; each conversation sends its first turn after all have warmed up). Before them,
- * N warm-up turns at once leave N keep-alive connections open at both hops, as server-process's phase 4
- * leaves them for its phase 5. `--cold-connections` skips that: then the first turns wait for their
+ * N warm-up turns at once leave N keep-alive connections open at both hops, as server-process's loaded sessions
+ * leave them for its 100 × 10. `--cold-connections` skips that: then the first turns wait for their
  * connections to be accepted, and libuv (1.45 and later, so Node 20 and 24) accepts one connection per turn
- * of the event loop (libuv/libuv#3696). With the loop busy serving the conversations already connected, the
- * rest trickle in one every 15–40 ms on this machine, and they are the p99.
+ * of the event loop (https://github.com/libuv/libuv/pull/3696). With the loop busy serving the conversations
+ * already connected, the rest trickle in one every 15–40 ms on a 2-core machine, and they are the p99.
  *
  * `--idle-seconds S` idles S seconds between the warm-up and the timed turns, as bench/server-process.ts idles
  * before its 100 × 10: the scripted model closes its idle connections after Node's default 5 s, and V8's memory
  * reducer may collect meanwhile. `--idle-gc` also runs one full collection in this process 10 s into the idle
- * (halfway into a shorter one), as the server's idle collector does (apps/server/src/idle-gc.ts). `--warm-up N`
- * sets the sequential warm-up turns (default 50).
+ * (halfway into a shorter one), as the server's idle collector does (apps/server/src/idle-gc.ts; it needs
+ * `node --expose-gc`, as the server is started with, docs/decisions/0005-idle-collection.md). `--warm-up N`
+ * sets the sequential warm-up turns (default 50). `--json <file>` writes the figures (bench/figures.ts).
  *
- * Run: node --import tsx bench/turn-floor.ts [--http fastify|node] [--llm openai|http] [--turns 300]
- *      [--sessions 1] [--cold-connections] [--warm-up 50] [--idle-seconds 0] [--idle-gc]
+ * Run: node [--expose-gc] --import tsx bench/turn-floor.ts [--http fastify|node] [--llm openai|http] [--turns 300]
+ *      [--sessions 1] [--cold-connections] [--warm-up 50] [--idle-seconds 0] [--idle-gc] [--json <file>]
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { Agent, createServer } from "node:http";
@@ -38,6 +40,7 @@ import Fastify from "fastify";
 import OpenAI from "openai";
 import { fullGarbageCollection } from "../apps/server/src/idle-gc.js";
 import { killOnExit } from "./child-cleanup.js";
+import { Figures, jsonOption } from "./figures.js";
 import { httpCall } from "./http-call.js";
 import { startModelProcess } from "./model-process.js";
 
@@ -52,6 +55,7 @@ const { values } = parseArgs({
     "warm-up": { type: "string", default: "50" },
     "idle-seconds": { type: "string", default: "0" },
     "idle-gc": { type: "boolean", default: false },
+    ...jsonOption,
   },
 });
 const turns = Number(values.turns);
@@ -131,6 +135,9 @@ async function bareCall(url: string, json: string): Promise<unknown> {
 }
 
 async function main(): Promise<void> {
+  const idleGc = values["idle-gc"] ? fullGarbageCollection() : undefined;
+  if (values["idle-gc"] && idleGc === undefined)
+    throw new Error("--idle-gc needs V8's gc(): run node --expose-gc --import tsx bench/turn-floor.ts …");
   const model = await startModelProcess();
   const { baseURL } = model;
   const client = new OpenAI({
@@ -210,7 +217,6 @@ async function main(): Promise<void> {
   killOnExit(clientProcess);
   const output = lines(clientProcess);
   await output.next(); // warmed up, idle from now
-  const idleGc = values["idle-gc"] ? fullGarbageCollection() : undefined;
   const idleCollection =
     idleGc === undefined
       ? undefined
@@ -240,6 +246,15 @@ async function main(): Promise<void> {
   console.log(
     `turn floor (${values.http === "node" ? "node:http" : "fastify"} + ${values.llm === "http" ? "bare node:http call" : "openai client"}, ${shape}${after}): p50 ${at(0.5).toFixed(2)} ms, p99 ${at(0.99).toFixed(2)} ms${sessions === 1 ? `; beyond the model's own time p50 ${at(0.5, beyondModel).toFixed(2)} ms, p99 ${at(0.99, beyondModel).toFixed(2)} ms` : ""}; this process's CPU ${((cpu.user + cpu.system) / 1000 / all).toFixed(2)} ms a turn, of it system ${(cpu.system / 1000 / all).toFixed(2)} ms`,
   );
+  const figures = new Figures(values.json);
+  figures.add("latency-p50", at(0.5), "ms");
+  figures.add("latency-p99", at(0.99), "ms");
+  if (sessions === 1) {
+    figures.add("beyond-model-p50", at(0.5, beyondModel), "ms");
+    figures.add("beyond-model-p99", at(0.99, beyondModel), "ms");
+  }
+  figures.add("cpu-per-turn", (cpu.user + cpu.system) / 1000 / all, "ms");
+  figures.write();
   await model.close();
   modelAgent.destroy();
   await close();

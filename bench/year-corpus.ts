@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
-// The issue-14 corpus: a synthetic year of memory (MEMORY.md + 365 daily logs of 24 lines, ~1.1 MB) that the
+// The year corpus: a synthetic year of memory (MEMORY.md + 365 daily logs of 24 lines, ~1.1 MB) that the
 // start-up, server and search benchmarks share, so their rows describe the same workspace.
 
 const topics = ["deploy", "invoice", "garden", "kernel", "travel", "recipe", "backup", "meeting"];

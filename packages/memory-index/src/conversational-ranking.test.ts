@@ -11,7 +11,7 @@ import { createMemorySearch } from "./memory-search.js";
 import { createSqliteIndex } from "./sqlite-index.js";
 import type { MemoryIndexBackend } from "./types.js";
 
-// Issue 12's ranking criterion on the conversational set (bench/fixtures/conversational), as a guard:
+// The ranking criterion on the conversational set (bench/fixtures/conversational), as a guard:
 // in English and in Chinese, on the tuning half and on the reported half, the default full-text search
 // beats a plain BM25 by at least 3 points on R@1 and MRR@10 and is never below it on R@5 and R@10.
 // Ranking was tuned on the tuning half only; the reported half was looked at once, for the final
