@@ -100,12 +100,7 @@ const OTHER_VARIABLES: readonly {
         description:
           "Optional services to start with `docker compose up`: qdrant (memory index), ollama (local models).",
       },
-      {
-        name: "QDRANT_API_KEY",
-        value: "change-me",
-        description:
-          "API key the qdrant service requires, and Almanac sends (ALMANAC_QDRANT_API_KEY defaults to it). (secret)",
-      },
+
       {
         name: "OLLAMA_CONTEXT_LENGTH",
         value: "32768",
