@@ -1,3 +1,4 @@
+import { ERROR_CODE_LIST, type KnownErrorCode } from "../../server/src/errors/error-code-list.js";
 import { asRecord, str } from "./read.js";
 
 const TOKEN_KEY = "almanac.adminToken";
@@ -17,11 +18,25 @@ export function clearToken(): void {
   sessionStorage.removeItem(TOKEN_KEY);
 }
 
+/**
+ * A code the console may meet: one the server declares (its registry, see the server's error-codes.ts), or
+ * `http.<status>` for an answer without one (a proxy's error page).
+ */
+export type ApiErrorCode = KnownErrorCode | ConsoleErrorCode | `http.${number}` | "http.error";
+
+/** The console's own failures, raised before or after a request. */
+type ConsoleErrorCode = "console.path_refused" | "console.no_stream" | "console.stream_ended";
+
+/** What an answer's error code is, as far as the console can tell. */
+function errorCodeOf(code: string, status: number): ApiErrorCode {
+  return (ERROR_CODE_LIST as readonly string[]).includes(code) ? (code as KnownErrorCode) : `http.${status}`;
+}
+
 /** An API error with the server's stable code (`memory.conflict`, `auth.unauthorized`, …). */
 export class ApiError extends Error {
   readonly status: number;
-  readonly code: string;
-  constructor(status: number, code: string, message: string) {
+  readonly code: ApiErrorCode;
+  constructor(status: number, code: ApiErrorCode, message: string) {
     super(message);
     this.name = "ApiError";
     this.status = status;
@@ -47,7 +62,7 @@ async function errorFrom(response: Response): Promise<ApiError> {
   const error = asRecord(asRecord(body).error);
   return new ApiError(
     response.status,
-    str(error.code, `http.${response.status}`),
+    errorCodeOf(str(error.code), response.status),
     str(error.message, text.trim() || `${response.status} ${response.statusText}`),
   );
 }
@@ -176,7 +191,11 @@ export async function streamChat(
       else if (type === "stopped")
         return { text: str(event.text), sessionKey: str(event.sessionKey), stopped: true };
       else if (type === "error")
-        throw new ApiError(200, str(event.code, "turn.failed"), str(event.message, "The turn failed."));
+        throw new ApiError(
+          200,
+          errorCodeOf(str(event.code, "turn.failed"), 200),
+          str(event.message, "The turn failed."),
+        );
     }
   }
   throw new ApiError(0, "console.stream_ended", "The reply stream ended before the answer was complete.");

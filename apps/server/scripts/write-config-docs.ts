@@ -1,7 +1,8 @@
-/** Regenerates README.md's configuration table and .env.example from the config schema. */
+/** Regenerates README.md's configuration table and .env.example from the config schema, and the error code list. */
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { CONFIG_TABLE_MARKERS, renderConfigTable, renderEnvExample } from "../src/config/config-docs.js";
+import { renderErrorCodeList } from "../src/errors/error-codes.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const readmePath = `${root}README.md`;
@@ -14,4 +15,5 @@ writeFileSync(
   `${readme.slice(0, start + CONFIG_TABLE_MARKERS.start.length)}\n${renderConfigTable()}\n${readme.slice(end)}`,
 );
 writeFileSync(`${root}.env.example`, renderEnvExample());
-console.log("README.md configuration table and .env.example regenerated");
+writeFileSync(`${root}apps/server/src/errors/error-code-list.ts`, renderErrorCodeList());
+console.log("README.md configuration table, .env.example and the error code list regenerated");

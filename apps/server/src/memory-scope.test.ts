@@ -1,5 +1,7 @@
 import { formatSessionKey } from "@almanac/core";
 import { describe, expect, it } from "vitest";
+import { CHANNELS } from "./channels/channel-list.js";
+import { configSchema } from "./config/config-schema.js";
 import { loadConfig } from "./config/load-config.js";
 import { resolveMemoryScope } from "./memory-scope.js";
 
@@ -56,5 +58,22 @@ describe("resolveMemoryScope", () => {
     expect(resolveMemoryScope(key("web", "api", "x"), config).kind).toBe("shared");
     expect(resolveMemoryScope("not a key", config).kind).toBe("shared");
     expect(resolveMemoryScope("__proto__:default:dm:owner-1", config).kind).toBe("shared");
+  });
+
+  it("reads every listed channel's allowlist and trusted groups, and no other channel's", () => {
+    const owned = configSchema.parse({
+      channels: Object.fromEntries(
+        CHANNELS.map((channel) => [
+          channel.name,
+          { allowFrom: [`owner-${channel.name}`], trustedGroups: ["room"] },
+        ]),
+      ),
+    });
+    for (const { name } of CHANNELS) {
+      expect(resolveMemoryScope(key(name, "dm", `owner-${name}`), owned)).toEqual({ kind: "owner" });
+      expect(resolveMemoryScope(key(name, "group", "room"), owned)).toEqual({ kind: "owner" });
+      const other = CHANNELS.find((channel) => channel.name !== name)?.name ?? "";
+      expect(resolveMemoryScope(key(name, "dm", `owner-${other}`), owned).kind).toBe("shared");
+    }
   });
 });

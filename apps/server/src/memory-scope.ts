@@ -1,24 +1,15 @@
 import { parseSessionKey, type SessionKeyParts } from "@almanac/core";
 import { type MemoryScope, OWNER_SCOPE, sharedScope } from "@almanac/memory-files";
+import { accessSettingsOf } from "./channels/channel-list.js";
 import type { AlmanacConfig } from "./config/config-schema.js";
 
 /** The surfaces only the owner reaches: the web console and the admin-token OpenAI endpoint. */
 const OWNER_SURFACES: ReadonlySet<string> = new Set(["web:web", "api:api"]);
 
-type ChatChannel = keyof Omit<AlmanacConfig["channels"], "dedupHours">;
-
-function chatChannelSettings(config: AlmanacConfig, channel: string) {
-  const channels: Record<ChatChannel, AlmanacConfig["channels"][ChatChannel]> = {
-    discord: config.channels.discord,
-    feishu: config.channels.feishu,
-    dingtalk: config.channels.dingtalk,
-  };
-  return Object.hasOwn(channels, channel) ? channels[channel as ChatChannel] : undefined;
-}
-
 function isOwner(parts: SessionKeyParts, config: AlmanacConfig): boolean {
   if (OWNER_SURFACES.has(`${parts.channel}:${parts.kind}`)) return true;
-  const settings = chatChannelSettings(config, parts.channel);
+  // Every channel in the list has access settings (its descriptor's schema cannot compile without them).
+  const settings = accessSettingsOf(config, parts.channel);
   if (settings === undefined) return false;
   // Chat channels key a DM by the sender and a group by the group (threads carry the group as id), so the
   // key alone says who is talking. With DM_POLICY=open a stranger's DM is allowed but is not the owner.

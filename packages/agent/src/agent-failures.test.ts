@@ -60,7 +60,7 @@ describe("createAgent when things go wrong", () => {
   });
 
   it("lets a model error propagate and leaves memory valid for the next run", async () => {
-    const outage = new ProviderError("llm.server_error", "HTTP 500", { isRetryable: true, status: 500 });
+    const outage = new ProviderError("llm.server", "HTTP 500", { isRetryable: true, status: 500 });
     const model = new FakeChatModel([step.toolCalls([{ name: "noop", arguments: {} }]), step.error(outage)]);
     const memory = new WorkingMemory();
     const agent = createAgent({ model, toolkit: createToolkit([noop]), systemPrompt: "" });

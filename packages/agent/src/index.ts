@@ -5,7 +5,7 @@ export {
   createAgent,
 } from "./agent.js";
 export type { AgentEvent, AgentRunResult, AgentStopReason } from "./agent-events.js";
-export { AgentError, type AgentErrorCode, agentErrorCategories } from "./errors.js";
+export { AgentError, type AgentErrorCode, agentErrorCodes } from "./errors.js";
 export {
   type BeforeModelCall,
   type BeforeModelCallContext,
@@ -21,9 +21,13 @@ export {
 } from "./hooks.js";
 export { type BuildPromptInput, buildPrompt, formatSummaryBlock, systemPromptMessageId } from "./prompt.js";
 export { cutToolOutput } from "./tool-output.js";
+export type { ToolScope, ToolSource } from "./tool-source.js";
 export {
+  type AnyTool,
   createToolkit,
   defineTool,
+  isValidToolName,
+  type JsonSchemaTool,
   type Tool,
   type ToolContext,
   type ToolExecutionContext,

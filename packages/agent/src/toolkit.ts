@@ -30,11 +30,40 @@ export interface Tool<Schema extends z.ZodObject = z.ZodObject> {
   readonly parameters: Schema;
   /** Overrides the toolkit's timeout for this tool. */
   readonly timeoutMs?: number;
+  /** The owner must approve each call before it runs (the turn pauses until they answer). Default false. */
+  readonly requiresApproval?: boolean;
   /** Runs with arguments already validated against `parameters`. May throw: the toolkit reports it. */
   execute(args: z.output<Schema>, context: ToolContext): Promise<ToolOutput>;
 }
 
+/**
+ * A tool whose arguments are described by a JSON Schema it was given (a tool of an MCP server) rather than a zod
+ * schema: the toolkit checks only that the arguments are a JSON object; the tool's owner validates the rest.
+ */
+export interface JsonSchemaTool {
+  readonly name: string;
+  readonly description: string;
+  /** The arguments' JSON Schema as the model sees it: an object schema, already made acceptable to providers. */
+  readonly inputSchema: Readonly<Record<string, unknown>>;
+  readonly timeoutMs?: number;
+  /** The owner must approve each call before it runs (the turn pauses until they answer). Default false. */
+  readonly requiresApproval?: boolean;
+  execute(args: Readonly<Record<string, unknown>>, context: ToolContext): Promise<ToolOutput>;
+}
+
+/** Any tool a toolkit holds. */
+export type AnyTool = Tool | JsonSchemaTool;
+
+function isJsonSchemaTool(tool: AnyTool): tool is JsonSchemaTool {
+  return "inputSchema" in tool;
+}
+
 const toolNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** True for a name every provider accepts for a function: 1-64 letters, digits, "_" or "-". */
+export function isValidToolName(name: string): boolean {
+  return toolNamePattern.test(name);
+}
 
 /**
  * Defines a tool; the schema types the arguments `execute` receives.
@@ -70,6 +99,8 @@ export interface Toolkit {
   /** The tools as the model sees them (JSON Schema of the arguments). */
   specs(): readonly ToolSpec[];
   has(name: string): boolean;
+  /** True when a call of the named tool needs the owner's approval before it runs. */
+  requiresApproval(name: string): boolean;
   /**
    * Answers one call. Never throws: unknown tools, bad arguments, failures, timeouts and
    * cancellation all come back as error results the model can read and act on.
@@ -77,7 +108,9 @@ export interface Toolkit {
   execute(call: ToolCallBlock, context?: ToolExecutionContext): Promise<ToolResultBlock>;
 }
 
-function toSpec(tool: Tool): ToolSpec {
+function toSpec(tool: AnyTool): ToolSpec {
+  if (isJsonSchemaTool(tool))
+    return Object.freeze({ name: tool.name, description: tool.description, parameters: tool.inputSchema });
   const { $schema: _schema, ...parameters } = z.toJSONSchema(tool.parameters, { io: "input" });
   return Object.freeze({ name: tool.name, description: tool.description, parameters });
 }
@@ -103,6 +136,25 @@ function parseArguments(text: string): ParsedArguments {
   }
 }
 
+/** The arguments as the tool takes them, or what is wrong with them. */
+function validateArguments(
+  tool: AnyTool,
+  value: unknown,
+):
+  | { readonly success: true; readonly data: Readonly<Record<string, unknown>> }
+  | { readonly success: false; readonly problem: string } {
+  if (isJsonSchemaTool(tool)) {
+    const isObject = typeof value === "object" && value !== null && !Array.isArray(value);
+    return isObject
+      ? { success: true, data: value as Readonly<Record<string, unknown>> }
+      : { success: false, problem: "- (arguments): expected a JSON object" };
+  }
+  const validated = tool.parameters.safeParse(value);
+  return validated.success
+    ? { success: true, data: validated.data }
+    : { success: false, problem: formatIssues(validated.error) };
+}
+
 /** The outcome of racing a tool against its timeout and the run's signal. */
 type Settled =
   | { readonly kind: "output"; readonly output: ToolOutput }
@@ -111,8 +163,8 @@ type Settled =
   | { readonly kind: "aborted" };
 
 async function runWithLimits(
-  tool: Tool,
-  args: z.output<z.ZodObject>,
+  tool: AnyTool,
+  args: Readonly<Record<string, unknown>>,
   call: ToolCallBlock,
   timeoutMs: number,
   runSignal: AbortSignal | undefined,
@@ -133,7 +185,7 @@ async function runWithLimits(
   });
   const work = (async (): Promise<Settled> => {
     try {
-      const output = await tool.execute(args, { signal, callId: call.id, logger });
+      const output = await (tool as JsonSchemaTool).execute(args, { signal, callId: call.id, logger });
       return { kind: "output", output };
     } catch (error) {
       return { kind: "thrown", error };
@@ -151,10 +203,10 @@ async function runWithLimits(
  * Creates a toolkit. Duplicate names throw `AgentError` (`agent.tool_duplicate`): that is a
  * programming error, not something to report to the model.
  */
-export function createToolkit(tools: readonly Tool[], options: ToolkitOptions = {}): Toolkit {
+export function createToolkit(tools: readonly AnyTool[], options: ToolkitOptions = {}): Toolkit {
   const defaultTimeoutMs = positiveInteger(options.timeoutMs, 60_000, "createToolkit: timeoutMs");
   const maxOutputChars = positiveInteger(options.maxOutputChars, 100_000, "createToolkit: maxOutputChars");
-  const byName = new Map<string, Tool>();
+  const byName = new Map<string, AnyTool>();
   for (const tool of tools) {
     if (byName.has(tool.name)) {
       throw new AgentError(
@@ -175,6 +227,7 @@ export function createToolkit(tools: readonly Tool[], options: ToolkitOptions = 
       return specs;
     },
     has: (name) => byName.has(name),
+    requiresApproval: (name) => byName.get(name)?.requiresApproval === true,
 
     async execute(call, context = {}) {
       const logger = (context.logger ?? silentLogger).child({ tool: call.name, callId: call.id });
@@ -197,10 +250,10 @@ export function createToolkit(tools: readonly Tool[], options: ToolkitOptions = 
           true,
         );
       }
-      const validated = tool.parameters.safeParse(parsed.value);
+      const validated = validateArguments(tool, parsed.value);
       if (!validated.success) {
         return answer(
-          `The arguments of ${tool.name} do not match its parameters:\n${formatIssues(validated.error)}\nFix these and call the tool again.`,
+          `The arguments of ${tool.name} do not match its parameters:\n${validated.problem}\nFix these and call the tool again.`,
           true,
         );
       }

@@ -66,8 +66,7 @@ export class FakeChatModel implements ChatModel {
     // Keep a copy: the agent's memory moves on after the call.
     this.requests.push({ ...request, messages: [...request.messages] });
     const next = this.#steps.shift();
-    if (next === undefined)
-      throw new InternalError("fake.script_exhausted", "The fake model has no step left.");
+    if (next === undefined) throw new InternalError("test.internal", "The fake model has no step left.");
     return this.#answer(next, request);
   }
 

@@ -2,7 +2,7 @@ import { createServer } from "node:http";
 import { createRecordingLogger } from "@almanac/testkit";
 import { startFakeDingTalk, waitUntil } from "@almanac/testkit/dingtalk";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { type Harness, startHarness } from "../test/adapter-harness.js";
+import { dingtalkSettings, type Harness, startHarness } from "../test/adapter-harness.js";
 import { createDingTalkAdapter, type DingTalkAdapter } from "./dingtalk-adapter.js";
 import { isDingTalkError } from "./errors.js";
 
@@ -116,13 +116,15 @@ describe("DingTalk adapter: connection", () => {
     cleanups.push(() => fake.close());
     const logs = createRecordingLogger();
     const adapter = track(
-      createDingTalkAdapter({
-        clientId: fake.clientId,
-        clientSecret: "wrong-secret",
-        gatewayUrl: fake.url,
-        apiBaseUrl: fake.url,
-        logger: logs,
-      }),
+      createDingTalkAdapter(
+        dingtalkSettings({
+          clientId: fake.clientId,
+          clientSecret: "wrong-secret",
+          gatewayUrl: fake.url,
+          apiBaseUrl: fake.url,
+        }),
+        { logger: logs },
+      ),
     );
     await expect(adapter.start(() => {})).rejects.toSatisfy(
       (error) => isDingTalkError(error, "dingtalk.auth_failed") && error.category === "user",
@@ -145,11 +147,13 @@ describe("DingTalk adapter: connection", () => {
     const port = typeof address === "object" && address !== null ? address.port : 0;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
     const adapter = track(
-      createDingTalkAdapter({
-        clientId: "dingfakeclientid",
-        clientSecret: "secret",
-        gatewayUrl: `http://127.0.0.1:${port}`,
-      }),
+      createDingTalkAdapter(
+        dingtalkSettings({
+          clientId: "dingfakeclientid",
+          clientSecret: "secret",
+          gatewayUrl: `http://127.0.0.1:${port}`,
+        }),
+      ),
     );
     await adapter.start(() => {});
     expect(adapter.status()).toMatchObject({

@@ -148,7 +148,7 @@ describe("DingTalk adapter: sending", () => {
       (error) => isDingTalkError(error, "dingtalk.rate_limited") && error.status === 403,
     );
     await harness?.close();
-    harness = await startHarness({ adapter: { robotCode: "not-our-robot" } });
+    harness = await startHarness({ settings: { robotCode: "not-our-robot" } });
     const refused = harness.adapter.send({ sessionKey: "dingtalk:default:group:cid-c==", text: "x" });
     await expect(refused).rejects.toSatisfy(
       (error) =>

@@ -8,7 +8,7 @@ import { RobotOpenApi } from "./robot-api.js";
 import { parseRobotPayload } from "./robot-payload.js";
 import { RobotSender } from "./robot-sender.js";
 import { DingTalkStreamClient, type RobotFrame } from "./stream-client.js";
-import type { DingTalkAdapterConfig, ResolvedDingTalkConfig } from "./types.js";
+import type { DingTalkAdapterOptions, DingTalkAdapterSettings, ResolvedDingTalkConfig } from "./types.js";
 
 /**
  * DingTalk in Stream mode: receives robot messages over `dingtalk-stream`'s WebSocket (acked on arrival),
@@ -24,8 +24,9 @@ export class DingTalkAdapter implements ChannelAdapter {
   private client: DingTalkStreamClient | undefined;
   private onMessage: ((message: InboundMessage) => void) | undefined;
 
-  constructor(config: DingTalkAdapterConfig) {
-    this.config = resolveDingTalkConfig(config);
+  /** `settings` come validated from the configuration schema (`dingtalkChannel.settings`). */
+  constructor(settings: DingTalkAdapterSettings, options: DingTalkAdapterOptions = {}) {
+    this.config = resolveDingTalkConfig(settings, options);
     const { apiBaseUrl, clientId, clientSecret, requestTimeoutMs, clock, logger } = this.config;
     const tokens = new AccessTokenCache({
       apiBaseUrl,
@@ -157,7 +158,13 @@ export class DingTalkAdapter implements ChannelAdapter {
   }
 }
 
-/** Creates a {@link DingTalkAdapter}. @throws DingTalkError `dingtalk.config_invalid` naming the bad key. */
-export function createDingTalkAdapter(config: DingTalkAdapterConfig): DingTalkAdapter {
-  return new DingTalkAdapter(config);
+/**
+ * Creates a {@link DingTalkAdapter} from validated settings. Nothing connects until `start`.
+ * @throws DingTalkError `dingtalk.config_invalid` when the keep-alive options contradict each other.
+ */
+export function createDingTalkAdapter(
+  settings: DingTalkAdapterSettings,
+  options: DingTalkAdapterOptions = {},
+): DingTalkAdapter {
+  return new DingTalkAdapter(settings, options);
 }

@@ -1,4 +1,4 @@
-export { DINGTALK_API_BASE_URL, resolveDingTalkConfig, systemClock } from "./config.js";
+export { systemClock } from "./config.js";
 export { DINGTALK_CHANNEL, flattenRichText, toInboundMessage } from "./convert-inbound.js";
 export {
   DINGTALK_MARKDOWN_LIMIT,
@@ -9,6 +9,7 @@ export {
   toMarkdownMessages,
 } from "./convert-outbound.js";
 export { createDingTalkAdapter, DingTalkAdapter } from "./dingtalk-adapter.js";
+export * from "./error-codes.js";
 export {
   DingTalkError,
   type DingTalkErrorCode,
@@ -19,7 +20,8 @@ export {
 export { parseRobotPayload, type RobotPayload, robotPayloadSchema } from "./robot-payload.js";
 export type {
   DeliveryPlan,
-  DingTalkAdapterConfig,
+  DingTalkAdapterOptions,
+  DingTalkAdapterSettings,
   DingTalkClock,
   DingTalkInboundRaw,
   MarkdownMessage,

@@ -1,4 +1,5 @@
 import type { Logger } from "@almanac/core";
+import type { EnabledDingTalkSettings } from "./descriptor.js";
 import type { RobotPayload } from "./robot-payload.js";
 
 /** Time source of the adapter; injected in tests so expiry and retry delays need no real waiting. */
@@ -9,20 +10,21 @@ export interface DingTalkClock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
-/** Configuration of {@link createDingTalkAdapter}. */
-export interface DingTalkAdapterConfig {
-  /** The app's Client ID (formerly AppKey). */
-  readonly clientId: string;
-  /** The app's Client Secret (formerly AppSecret). Secret: never logged. */
-  readonly clientSecret: string;
-  /** Robot code used by the OpenAPI; default `clientId` (an internal app's robot has the app's key as code). */
-  readonly robotCode?: string;
+/**
+ * What the adapter reads of the validated `channels.dingtalk` block: the app's Client ID (formerly AppKey) and
+ * Client Secret (formerly AppSecret; never logged), the robot code used by the OpenAPI (unset: the client id, as an
+ * internal app's robot has the app's key as code), and the base URLs of `POST /v1.0/gateway/connections/open`
+ * and of the OpenAPI (access token, robot messages).
+ */
+export type DingTalkAdapterSettings = Pick<
+  EnabledDingTalkSettings,
+  "clientId" | "clientSecret" | "robotCode" | "gatewayUrl" | "apiBaseUrl"
+>;
+
+/** Run-time options of {@link createDingTalkAdapter}; all have defaults. */
+export interface DingTalkAdapterOptions {
   /** Bot account name in session keys; default `default`. */
   readonly account?: string;
-  /** Base URL of `POST /v1.0/gateway/connections/open`; default `https://api.dingtalk.com`. */
-  readonly gatewayUrl?: string;
-  /** Base URL of the OpenAPI (access token, robot messages); default `https://api.dingtalk.com`. */
-  readonly apiBaseUrl?: string;
   /** Structured logger; default silent. */
   readonly logger?: Logger;
   /** Wait before retrying a throttled send (times the attempt number); default 1,000 ms. */
@@ -42,7 +44,7 @@ export interface DingTalkAdapterConfig {
   readonly clock?: DingTalkClock;
 }
 
-/** {@link DingTalkAdapterConfig} with every default applied. */
+/** The adapter's settings and options with every default applied. */
 export interface ResolvedDingTalkConfig {
   readonly clientId: string;
   readonly clientSecret: string;

@@ -7,8 +7,10 @@ import {
   startFakeDingTalk,
   waitUntil,
 } from "@almanac/testkit/dingtalk";
+import type { z } from "zod";
+import { dingtalkChannel } from "../src/descriptor.js";
 import { createDingTalkAdapter, type DingTalkAdapter } from "../src/dingtalk-adapter.js";
-import type { DingTalkAdapterConfig } from "../src/types.js";
+import type { DingTalkAdapterOptions } from "../src/types.js";
 
 /** A started adapter, the fake it talks to, and what it received. */
 export interface Harness {
@@ -24,7 +26,9 @@ export interface Harness {
 /** Options of {@link startHarness}. */
 export interface HarnessOptions {
   readonly fake?: FakeDingTalkOptions;
-  readonly adapter?: Partial<DingTalkAdapterConfig>;
+  /** Settings as in the configuration file, over the fake's credentials and URLs. */
+  readonly settings?: Partial<z.input<typeof dingtalkChannel.settings>>;
+  readonly adapter?: DingTalkAdapterOptions;
   /** Replaces the default handler (which records into `inbound`). */
   readonly onMessage?: (message: InboundMessage, harness: Harness) => void;
 }
@@ -34,11 +38,14 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const fake = await startFakeDingTalk(options.fake);
   const logs: LogEntry[] = [];
   const inbound: InboundMessage[] = [];
-  const adapter = createDingTalkAdapter({
+  const settings = dingtalkSettings({
     clientId: fake.clientId,
     clientSecret: fake.clientSecret,
     gatewayUrl: fake.url,
     apiBaseUrl: fake.url,
+    ...options.settings,
+  });
+  const adapter = createDingTalkAdapter(settings, {
     logger: createRecordingLogger(logs),
     ...options.adapter,
   });
@@ -63,4 +70,11 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     throw error;
   }
   return harness;
+}
+
+/** Settings of an enabled channel, validated by the configuration schema as the server does. */
+export function dingtalkSettings(input: z.input<typeof dingtalkChannel.settings>) {
+  const settings = dingtalkChannel.settings.parse(input);
+  if (!dingtalkChannel.enabled(settings)) throw new Error("these settings do not enable DingTalk");
+  return settings;
 }

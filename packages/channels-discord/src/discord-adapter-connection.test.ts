@@ -122,7 +122,7 @@ describe("staying connected", () => {
 
 describe("failing for good", () => {
   it("reports an invalid token as error with a clear detail and does not retry", async () => {
-    harness = await createAdapterHarness({ adapter: { token: "not-the-token" } });
+    harness = await createAdapterHarness({ settings: { token: "not.the.token" } });
     const current = harness;
     await expect(current.start()).rejects.toMatchObject({ code: "discord.auth_failed" });
     expect(current.adapter.status()).toMatchObject({

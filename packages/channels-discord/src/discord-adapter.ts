@@ -19,7 +19,7 @@ import {
   waitForClientReady,
 } from "./discord-client.js";
 import { discordUserError, toDiscordApiError } from "./errors.js";
-import { DEFAULT_DISCORD_API_BASE_URL, type DiscordAdapterConfig } from "./types.js";
+import type { DiscordAdapterOptions, DiscordAdapterSettings } from "./types.js";
 import { startTypingLoop } from "./typing-loop.js";
 
 const MAX_RETRY_DELAY_MS = 5 * 60_000;
@@ -58,30 +58,18 @@ export class DiscordAdapter implements TypingIndicatorAdapter {
   /** Inbound messages are normalized one after another, so they reach the server in gateway order. */
   #inbound: Promise<void> = Promise.resolve();
 
-  constructor(config: DiscordAdapterConfig) {
-    if (typeof config.token !== "string" || config.token.trim() === "") {
-      throw discordUserError(
-        "discord.config_invalid",
-        "The Discord bot token is empty; set the Discord token.",
-      );
-    }
-    const account = config.account ?? "default";
+  /** `settings` come validated from the configuration schema (`discordChannel.settings`). */
+  constructor(settings: DiscordAdapterSettings, options: DiscordAdapterOptions = {}) {
+    const account = options.account ?? "default";
     if (account.trim() === "")
       throw discordUserError("discord.config_invalid", "The Discord account is empty.");
-    const apiBaseUrl = (config.apiBaseUrl ?? DEFAULT_DISCORD_API_BASE_URL).replace(/\/+$/, "");
-    if (!URL.canParse(apiBaseUrl)) {
-      throw discordUserError(
-        "discord.config_invalid",
-        `The Discord API base URL is not a URL: ${apiBaseUrl}`,
-      );
-    }
     this.account = account;
-    this.#token = config.token.trim();
-    this.#apiBaseUrl = apiBaseUrl;
-    this.#logger = (config.logger ?? silentLogger).child({ channel: "discord", account });
-    this.#clock = config.clock ?? Date.now;
-    this.#typingIntervalMs = config.typingIntervalMs ?? 8000;
-    this.#retryDelayMs = config.retryDelayMs ?? 5000;
+    this.#token = settings.token;
+    this.#apiBaseUrl = settings.apiBaseUrl.replace(/\/+$/, "");
+    this.#logger = (options.logger ?? silentLogger).child({ channel: "discord", account });
+    this.#clock = options.clock ?? Date.now;
+    this.#typingIntervalMs = options.typingIntervalMs ?? 8000;
+    this.#retryDelayMs = options.retryDelayMs ?? 5000;
     this.#status = new ConnectionStatus(this.#clock);
   }
 
@@ -345,7 +333,10 @@ export class DiscordAdapter implements TypingIndicatorAdapter {
   }
 }
 
-/** Creates the Discord channel adapter. Nothing connects until `start`. */
-export function createDiscordAdapter(config: DiscordAdapterConfig): DiscordAdapter {
-  return new DiscordAdapter(config);
+/** Creates the Discord channel adapter from validated settings. Nothing connects until `start`. */
+export function createDiscordAdapter(
+  settings: DiscordAdapterSettings,
+  options: DiscordAdapterOptions = {},
+): DiscordAdapter {
+  return new DiscordAdapter(settings, options);
 }

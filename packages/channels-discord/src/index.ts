@@ -1,7 +1,8 @@
 export { createDiscordAdapter, DiscordAdapter } from "./discord-adapter.js";
+export * from "./error-codes.js";
 export { DiscordApiError, type DiscordErrorCode } from "./errors.js";
 export {
-  DEFAULT_DISCORD_API_BASE_URL,
   DISCORD_MESSAGE_LIMIT,
-  type DiscordAdapterConfig,
+  type DiscordAdapterOptions,
+  type DiscordAdapterSettings,
 } from "./types.js";

@@ -1,22 +1,20 @@
 import type { Logger } from "@almanac/core";
-
-/** Discord's default REST base URL (discord.js appends `/v10/...`). */
-export const DEFAULT_DISCORD_API_BASE_URL = "https://discord.com/api";
+import type { EnabledDiscordSettings } from "./descriptor.js";
 
 /** Discord's limit on the `content` of one message, in characters. */
 export const DISCORD_MESSAGE_LIMIT = 2000;
 
-/** Configuration of {@link createDiscordAdapter}. Only `token` is required. */
-export interface DiscordAdapterConfig {
-  /** Bot token from the developer portal (Bot → Reset Token). Secret. */
-  readonly token: string;
+/**
+ * What the adapter reads of the validated `channels.discord` block: the bot token (from the developer portal,
+ * Bot → Reset Token; secret) and the REST base URL without the version (tests point it at the fake,
+ * `http://127.0.0.1:PORT/api`; the gateway URL comes from `GET /gateway/bot` on it).
+ */
+export type DiscordAdapterSettings = Pick<EnabledDiscordSettings, "token" | "apiBaseUrl">;
+
+/** Run-time options of {@link createDiscordAdapter}; all have defaults. */
+export interface DiscordAdapterOptions {
   /** Which bot this is, in session keys (`discord:{account}:...`); default `"default"`. */
   readonly account?: string;
-  /**
-   * REST base URL without the version; default {@link DEFAULT_DISCORD_API_BASE_URL}. Tests point it at
-   * the fake (`http://127.0.0.1:PORT/api`); the gateway URL comes from `GET /gateway/bot` on it.
-   */
-  readonly apiBaseUrl?: string;
   readonly logger?: Logger;
   /** How often the typing indicator is renewed (Discord shows it ~10 s); default 8000 ms. */
   readonly typingIntervalMs?: number;

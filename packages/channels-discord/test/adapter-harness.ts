@@ -6,8 +6,9 @@ import {
   startFakeDiscord,
   waitUntil,
 } from "@almanac/testkit/discord";
+import { discordChannel } from "../src/descriptor.js";
 import { createDiscordAdapter, type DiscordAdapter } from "../src/discord-adapter.js";
-import type { DiscordAdapterConfig } from "../src/types.js";
+import type { DiscordAdapterOptions } from "../src/types.js";
 
 /** A fake Discord and an adapter pointed at it, with everything the adapter delivered. */
 export interface AdapterHarness {
@@ -25,14 +26,23 @@ export interface AdapterHarness {
 
 /** Starts a fake Discord (short heartbeats) and creates an adapter for it; `start()` connects. */
 export async function createAdapterHarness(
-  options: { readonly fake?: FakeDiscordOptions; readonly adapter?: Partial<DiscordAdapterConfig> } = {},
+  options: {
+    readonly fake?: FakeDiscordOptions;
+    /** Settings as in the configuration file, over the fake's token and URL. */
+    readonly settings?: { readonly token?: string };
+    readonly adapter?: DiscordAdapterOptions;
+  } = {},
 ): Promise<AdapterHarness> {
   const fake = await startFakeDiscord({ heartbeatIntervalMs: 300, ...options.fake });
   const inbound: InboundMessage[] = [];
   const logs: LogEntry[] = [];
-  const adapter = createDiscordAdapter({
+  const settings = discordChannel.settings.parse({
     token: fake.token(),
     apiBaseUrl: fake.apiUrl,
+    ...options.settings,
+  });
+  if (!discordChannel.enabled(settings)) throw new Error("the harness's settings do not enable Discord");
+  const adapter = createDiscordAdapter(settings, {
     logger: createRecordingLogger(logs, { levels: ["warn", "error"] }),
     typingIntervalMs: 100,
     retryDelayMs: 50,

@@ -1,11 +1,8 @@
 import { type Logger, silentLogger, UserError } from "@almanac/core";
-import { z } from "zod";
-import type { FeishuAdapterConfig, FeishuMode } from "./types.js";
+import { webhookUnverifiable } from "./descriptor.js";
+import type { FeishuAdapterOptions, FeishuAdapterSettings, FeishuMode } from "./types.js";
 
-/** Feishu's open platform; Lark (international) users set `https://open.larksuite.com`. */
-export const DEFAULT_FEISHU_DOMAIN = "https://open.feishu.cn";
-
-/** {@link FeishuAdapterConfig} with defaults applied and values checked. */
+/** The adapter's validated settings with its run-time options, defaults applied. */
 export interface ResolvedFeishuConfig {
   readonly appId: string;
   readonly appSecret: string;
@@ -22,77 +19,34 @@ export interface ResolvedFeishuConfig {
   readonly now: () => number;
 }
 
-// The SDK's WSClient.start() logs and returns without connecting for any other app id.
-const APP_ID_PATTERN = /^cli_[0-9a-fA-F]{16}$/;
-
-const schema = z
-  .object({
-    appId: z.string().min(1, "is required"),
-    appSecret: z.string().min(1, "is required"),
-    mode: z.enum(["websocket", "webhook"]).default("websocket"),
-    encryptKey: z.string().min(1, "must not be empty when set").optional(),
-    verificationToken: z.string().min(1, "must not be empty when set").optional(),
-    domain: z
-      .url({ protocol: /^https?$/, error: "must be an http(s) URL such as https://open.feishu.cn" })
-      .default(DEFAULT_FEISHU_DOMAIN),
-    account: z.string().min(1, "must not be empty").default("default"),
-    maxRetries: z.number().int().min(0).max(10).default(3),
-    connectTimeoutMs: z.number().int().positive().default(30_000),
-    typingEmoji: z.string().min(1).default("Typing"),
-  })
-  .superRefine((config, context) => {
-    if (config.mode === "websocket" && !APP_ID_PATTERN.test(config.appId)) {
-      context.addIssue({
-        code: "custom",
-        path: ["appId"],
-        message:
-          'must look like "cli_" followed by 16 hex digits (the App ID shown in the developer console)',
-      });
-    }
-    if (
-      config.mode === "webhook" &&
-      config.encryptKey === undefined &&
-      config.verificationToken === undefined
-    ) {
-      context.addIssue({
-        code: "custom",
-        path: ["encryptKey"],
-        message: "webhook mode needs encryptKey (recommended) or verificationToken to authenticate requests",
-      });
-    }
-  });
-
 /**
- * Applies defaults and checks the configuration.
- * @throws UserError `feishu.config_invalid` naming each bad key.
+ * Combines the settings (validated by the configuration schema) with the run-time options' defaults.
+ * @throws UserError `feishu.config_invalid` for webhook mode without a way to verify requests.
  */
-export function resolveFeishuConfig(config: FeishuAdapterConfig): ResolvedFeishuConfig {
-  const parsed = schema.safeParse({
-    appId: config.appId,
-    appSecret: config.appSecret,
-    mode: config.mode,
-    encryptKey: config.encryptKey,
-    verificationToken: config.verificationToken,
-    domain: config.domain,
-    account: config.account,
-    maxRetries: config.maxRetries,
-    connectTimeoutMs: config.connectTimeoutMs,
-    typingEmoji: config.typingEmoji,
-  });
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map(
-      (issue) => `${issue.path.join(".") || "config"} ${issue.message}`,
+export function resolveFeishuConfig(
+  settings: FeishuAdapterSettings,
+  options: FeishuAdapterOptions,
+): ResolvedFeishuConfig {
+  if (webhookUnverifiable(settings)) {
+    throw new UserError(
+      "feishu.config_invalid",
+      "Invalid Feishu adapter config: webhook mode needs encryptKey (recommended) or verificationToken to authenticate requests.",
     );
-    throw new UserError("feishu.config_invalid", `Invalid Feishu adapter config: ${problems.join("; ")}.`);
   }
   return {
-    ...parsed.data,
-    encryptKey: parsed.data.encryptKey,
-    verificationToken: parsed.data.verificationToken,
-    domain: parsed.data.domain.replace(/\/+$/, ""),
-    logger: config.logger ?? silentLogger,
-    sleep: config.sleep ?? abortableSleep,
-    now: config.now ?? Date.now,
+    appId: settings.appId,
+    appSecret: settings.appSecret,
+    mode: settings.mode,
+    encryptKey: settings.encryptKey,
+    verificationToken: settings.verificationToken,
+    domain: settings.domain.replace(/\/+$/, ""),
+    account: options.account ?? "default",
+    logger: options.logger ?? silentLogger,
+    maxRetries: options.maxRetries ?? 3,
+    connectTimeoutMs: options.connectTimeoutMs ?? 30_000,
+    typingEmoji: options.typingEmoji ?? "Typing",
+    sleep: options.sleep ?? abortableSleep,
+    now: options.now ?? Date.now,
   };
 }
 

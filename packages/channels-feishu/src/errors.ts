@@ -1,4 +1,5 @@
 import { ProviderError } from "@almanac/core";
+import type { FeishuApiErrorCode } from "./error-codes.js";
 
 /** Options of {@link FeishuApiError}. */
 export interface FeishuApiErrorOptions {
@@ -20,7 +21,7 @@ export interface FeishuApiErrorOptions {
 export class FeishuApiError extends ProviderError {
   readonly platformCode: number | undefined;
 
-  constructor(code: string, message: string, options: FeishuApiErrorOptions) {
+  constructor(code: FeishuApiErrorCode, message: string, options: FeishuApiErrorOptions) {
     super(code, message, {
       isRetryable: options.isRetryable,
       ...(options.retryAfterMs === undefined ? {} : { retryAfterMs: options.retryAfterMs }),

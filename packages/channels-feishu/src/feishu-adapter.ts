@@ -19,7 +19,12 @@ import { FeishuApiError } from "./errors.js";
 import { receiveEventSchema } from "./event-schema.js";
 import { createFeishuApi, type FeishuApi, type MessageTarget } from "./feishu-api.js";
 import { createSdkLogger } from "./sdk-logger.js";
-import type { FeishuAdapterConfig, FeishuWebhookRequest, FeishuWebhookResponse } from "./types.js";
+import type {
+  FeishuAdapterOptions,
+  FeishuAdapterSettings,
+  FeishuWebhookRequest,
+  FeishuWebhookResponse,
+} from "./types.js";
 import { openWebhook } from "./webhook.js";
 
 const RECEIVE_EVENT = "im.message.receive_v1";
@@ -59,8 +64,9 @@ export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
     return this.config.mode === "webhook";
   }
 
-  constructor(config: FeishuAdapterConfig) {
-    this.config = resolveFeishuConfig(config);
+  /** `settings` come validated from the configuration schema (`feishuChannel.settings`). */
+  constructor(settings: FeishuAdapterSettings, options: FeishuAdapterOptions = {}) {
+    this.config = resolveFeishuConfig(settings, options);
     const { logger } = this.config;
     const secrets = [
       this.config.appSecret,
@@ -196,7 +202,7 @@ export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
     if (this.onMessage === undefined) {
       return failure(503, "feishu.not_started", "The Feishu adapter is not running.");
     }
-    const verdict = openWebhook(request, this.config, (this.config.now ?? Date.now)());
+    const verdict = openWebhook(request, this.config, this.config.now());
     if (verdict.kind === "reject") {
       this.config.logger.warn({ code: verdict.code, status: verdict.status }, verdict.message);
       return failure(verdict.status, verdict.code, verdict.message);
@@ -332,9 +338,15 @@ export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
   }
 }
 
-/** Creates the Feishu/Lark adapter. @throws UserError `feishu.config_invalid` naming the bad keys. */
-export function createFeishuAdapter(config: FeishuAdapterConfig): FeishuAdapter {
-  return new FeishuAdapter(config);
+/**
+ * Creates the Feishu/Lark adapter from validated settings. Nothing connects until `start`.
+ * @throws UserError `feishu.config_invalid` for webhook mode without an Encrypt Key or Verification Token.
+ */
+export function createFeishuAdapter(
+  settings: FeishuAdapterSettings,
+  options: FeishuAdapterOptions = {},
+): FeishuAdapter {
+  return new FeishuAdapter(settings, options);
 }
 
 const threadedRaw = z.object({ threadId: z.string() });

@@ -1,23 +1,22 @@
 import type { Logger, WebhookRequest, WebhookResponse } from "@almanac/core";
+import type { EnabledFeishuSettings, FeishuSettings } from "./descriptor.js";
 import type { FeishuReceiveEvent } from "./event-schema.js";
 
 /** How Feishu delivers events: the SDK's long connection (no public URL needed) or HTTP POSTs to a request URL. */
-export type FeishuMode = "websocket" | "webhook";
+export type FeishuMode = FeishuSettings["mode"];
 
-/** Configuration of {@link createFeishuAdapter}. Secrets: `appSecret`, `encryptKey`, `verificationToken`. */
-export interface FeishuAdapterConfig {
-  /** App ID from the developer console ("Credentials & Basic Info"): `cli_` + 16 hex digits. */
-  readonly appId: string;
-  /** App Secret (secret). */
-  readonly appSecret: string;
-  /** Event delivery; default `"websocket"` (long connection). */
-  readonly mode?: FeishuMode;
-  /** Encrypt Key of the event subscription (secret). Webhook mode: decrypts bodies and verifies signatures. */
-  readonly encryptKey?: string;
-  /** Verification Token of the event subscription (secret). Webhook mode: checked against each payload. */
-  readonly verificationToken?: string;
-  /** Open platform base URL; default `https://open.feishu.cn` (Lark: `https://open.larksuite.com`). */
-  readonly domain?: string;
+/**
+ * What the adapter reads of the validated `channels.feishu` block: App ID and App Secret (secret) from the
+ * developer console, event delivery, the event subscription's Encrypt Key and Verification Token (secrets; webhook
+ * mode), and the open platform base URL (Lark: `https://open.larksuite.com`).
+ */
+export type FeishuAdapterSettings = Pick<
+  EnabledFeishuSettings,
+  "appId" | "appSecret" | "mode" | "encryptKey" | "verificationToken" | "domain"
+>;
+
+/** Run-time options of {@link createFeishuAdapter}; all have defaults. */
+export interface FeishuAdapterOptions {
   /** Account name in session keys, for several bots on one platform; default `"default"`. */
   readonly account?: string;
   readonly logger?: Logger;

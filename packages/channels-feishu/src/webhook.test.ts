@@ -31,7 +31,7 @@ async function serve(adapter: FeishuAdapter): Promise<string> {
 }
 
 const startWebhook = async (secrets: { encryptKey?: string; verificationToken?: string }) => {
-  harness = await startHarness({ config: { mode: "webhook", ...secrets } });
+  harness = await startHarness({ settings: { mode: "webhook", ...secrets } });
   return { ...harness, url: await serve(harness.adapter) };
 };
 

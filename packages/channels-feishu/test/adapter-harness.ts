@@ -1,7 +1,9 @@
 import type { InboundMessage } from "@almanac/core";
 import { type FakeFeishu, type FakeFeishuOptions, startFakeFeishu, waitUntil } from "@almanac/testkit/feishu";
+import type { z } from "zod";
+import { feishuChannel } from "../src/descriptor.js";
 import { createFeishuAdapter, type FeishuAdapter } from "../src/feishu-adapter.js";
-import type { FeishuAdapterConfig } from "../src/types.js";
+import type { FeishuAdapterOptions } from "../src/types.js";
 
 /** A fake Feishu, an adapter pointed at it, and what the adapter delivered. */
 export interface Harness {
@@ -17,7 +19,9 @@ export interface Harness {
 /** Options of {@link startHarness}. */
 export interface HarnessOptions {
   readonly fake?: FakeFeishuOptions;
-  readonly config?: Partial<FeishuAdapterConfig>;
+  /** Settings as in the configuration file, over the fake's app id, secret and URL. */
+  readonly settings?: Partial<z.input<typeof feishuChannel.settings>>;
+  readonly options?: FeishuAdapterOptions;
   /** Starts the adapter (default true). */
   readonly start?: boolean;
 }
@@ -27,15 +31,19 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const fake = await startFakeFeishu(options.fake);
   const inbound: InboundMessage[] = [];
   const sleeps: number[] = [];
-  const adapter = createFeishuAdapter({
+  const settings = feishuChannel.settings.parse({
     appId: fake.appId,
     appSecret: fake.appSecret,
     domain: fake.baseUrl,
+    ...options.settings,
+  });
+  if (!feishuChannel.enabled(settings)) throw new Error("the harness's settings do not enable Feishu");
+  const adapter = createFeishuAdapter(settings, {
     connectTimeoutMs: 5000,
     sleep: async (ms) => {
       sleeps.push(ms);
     },
-    ...options.config,
+    ...options.options,
   });
   const harness: Harness = {
     fake,

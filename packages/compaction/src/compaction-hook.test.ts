@@ -50,7 +50,7 @@ function setup(summaryModel = new FakeSummaryModel("summary")) {
 /** Memory whose store refuses every rewrite (a journal-less compactor can still fail here). */
 class RefusingMemory extends WorkingMemory {
   override replaceMessages(): void {
-    throw new ProviderError("store.down", "store down", { isRetryable: true });
+    throw new ProviderError("test.failure", "store down", { isRetryable: true });
   }
 }
 
@@ -116,7 +116,7 @@ describe("the compaction hook", () => {
     expect(events.at(-1)).toMatchObject({
       type: "compaction-end",
       outcome: "failed",
-      error: "store.down: store down",
+      error: "test.failure: store down",
     });
   });
 

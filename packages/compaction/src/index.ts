@@ -33,6 +33,7 @@ export {
   type PromptMeasure,
   type RatioBounds,
 } from "./context-check.js";
+export * from "./error-codes.js";
 export {
   contextLengthErrorCode,
   isContextLengthError,

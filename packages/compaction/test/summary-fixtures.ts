@@ -57,7 +57,7 @@ export class FakeSummaryModel implements ChatModel {
 
   // biome-ignore lint/correctness/useYield: summaries are never streamed; calling this is a test bug.
   async *stream(): AsyncIterable<ChatStreamEvent> {
-    throw new InternalError("fake.no_stream", "FakeSummaryModel does not stream.");
+    throw new InternalError("test.internal", "FakeSummaryModel does not stream.");
   }
 }
 

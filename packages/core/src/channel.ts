@@ -1,4 +1,7 @@
+import { z } from "zod";
+import type { Logger } from "./logger.js";
 import type { ImageBlock } from "./message.js";
+import { setting } from "./settings.js";
 
 /**
  * An attachment of an inbound message other than an image the model is shown (files, audio, video, and
@@ -140,4 +143,123 @@ export interface WebhookAdapter extends ChannelAdapter {
 export function hasWebhook(adapter: ChannelAdapter): adapter is WebhookAdapter {
   const candidate = adapter as Partial<WebhookAdapter>;
   return typeof candidate.handleWebhook === "function" && candidate.receivesWebhooks === true;
+}
+
+/**
+ * Who may talk to the bot on one channel, and which of its chats reach the owner's private memory: the keys every
+ * channel's configuration block has. The server's gate applies the first six to every adapter alike; the memory
+ * scope reads `allowFrom` and `trustedGroups` (a channel without them would give the owner's DMs a shared scope).
+ */
+export interface ChannelAccessSettings {
+  readonly dmPolicy: "open" | "allowlist";
+  readonly allowFrom: readonly string[];
+  readonly groupPolicy: "open" | "allowlist" | "disabled";
+  readonly groups: readonly string[];
+  readonly requireMention: boolean;
+  readonly noMentionGroups: readonly string[];
+  readonly trustedGroups: readonly string[];
+}
+
+/** A fresh schema per use: the setting registry keys metadata by schema instance. */
+const idList = () => z.array(z.string().min(1)).default([]);
+
+/**
+ * The access settings of one channel, documented with its environment variables (`<prefix>_DM_POLICY`, …): spread
+ * into the channel's settings schema so its output has every {@link ChannelAccessSettings} key.
+ * @param prefix environment-variable prefix, e.g. `ALMANAC_DISCORD`
+ * @param label the platform's name in the descriptions, e.g. `Discord`
+ */
+export function channelAccessSettings(prefix: string, label: string) {
+  return {
+    dmPolicy: setting(z.enum(["open", "allowlist"]).default("allowlist"), {
+      env: `${prefix}_DM_POLICY`,
+      description: `Who may talk to the bot in ${label} direct messages: \`allowlist\` (only ${prefix}_ALLOW_FROM) or \`open\` (anyone).`,
+    }),
+    allowFrom: setting(idList(), {
+      env: `${prefix}_ALLOW_FROM`,
+      description: `${label} user ids allowed to talk to the bot (comma-separated). Applies to DMs and, when set, to groups too.`,
+      example: "1234567890,2345678901",
+    }),
+    groupPolicy: setting(z.enum(["open", "allowlist", "disabled"]).default("allowlist"), {
+      env: `${prefix}_GROUP_POLICY`,
+      description: `Which ${label} groups/channels the bot answers in: \`allowlist\` (only ${prefix}_GROUPS), \`open\` (all) or \`disabled\`.`,
+    }),
+    groups: setting(idList(), {
+      env: `${prefix}_GROUPS`,
+      description: `${label} group/channel ids the bot answers in (comma-separated).`,
+      example: "987654321,876543210",
+    }),
+    requireMention: setting(z.boolean().default(true), {
+      env: `${prefix}_REQUIRE_MENTION`,
+      description: `In ${label} groups, answer only when the bot is @-mentioned.`,
+    }),
+    noMentionGroups: setting(idList(), {
+      env: `${prefix}_NO_MENTION_GROUPS`,
+      description: `${label} group ids where the bot answers without being mentioned (overrides ${prefix}_REQUIRE_MENTION).`,
+      example: "987654321,876543210",
+    }),
+    trustedGroups: setting(idList(), {
+      env: `${prefix}_TRUSTED_GROUPS`,
+      description: `${label} group ids trusted with the owner's private memory (MEMORY.md, daily logs, file tools), like a DM from ${prefix}_ALLOW_FROM. Other groups get only their own log (docs/memory-files.md).`,
+      example: "987654321,876543210",
+    }),
+  };
+}
+
+/** The schema of a channel's configuration block: whatever else it holds, its output has the access settings. */
+export type ChannelSettingsSchema = z.ZodType<ChannelAccessSettings>;
+
+/** What a channel can do beyond receiving and answering text; false where the adapter does not do it (yet). */
+export interface ChannelCapabilities {
+  /** Edits its reply in place while the model writes it. */
+  readonly streamingEdits: boolean;
+  /** Shows buttons a person can press (e.g. to approve a tool call). */
+  readonly buttons: boolean;
+  /** Sends files to the conversation. */
+  readonly uploads: boolean;
+}
+
+/** One line of `almanac doctor` about a channel: how its configuration looks, and how to fix it. */
+export interface ChannelCheck {
+  readonly status: "ok" | "warn" | "fail";
+  /** Names settings and their environment variables; never a secret's value. */
+  readonly message: string;
+  readonly hint?: string;
+}
+
+/** What the server hands a channel's factory besides its settings. */
+export interface ChannelAdapterOptions {
+  readonly logger: Logger;
+}
+
+/**
+ * Everything the server knows of one chat platform, so adding a platform is one package and one line in the
+ * server's channel list: its configuration block (the schema, with env metadata through `setting`), when it is
+ * on, how to build its adapter, what `almanac doctor` says about it, and what it can do. A descriptor's module
+ * must not load the platform's SDK: the configuration loader (and every CLI command) imports it.
+ * The functions are declared as methods, not function-typed properties, so that descriptors of different settings
+ * fit one `ChannelDescriptor` list; the server passes each one only the block its own schema produced.
+ * @typeParam Schema its settings schema; a schema without the {@link ChannelAccessSettings} keys does not compile
+ * @typeParam Enabled the settings once {@link ChannelDescriptor.enabled} said yes (credentials present)
+ */
+export interface ChannelDescriptor<
+  Name extends string = string,
+  Schema extends ChannelSettingsSchema = ChannelSettingsSchema,
+  Enabled extends z.output<Schema> = z.output<Schema>,
+> {
+  /** Channel name: its key under `channels` in the configuration and the first part of its session keys. */
+  readonly name: Name;
+  /** The platform's name for people (docs, doctor). */
+  readonly label: string;
+  /** One sentence saying which settings switch the channel on (`.env.example`). */
+  readonly enabledBy: string;
+  /** The `channels.<name>` block of the configuration, defaults applied; takes `undefined` (`.prefault({})`). */
+  readonly settings: Schema;
+  /** True when the settings are complete enough to connect (credentials present). */
+  enabled(settings: z.output<Schema>): settings is Enabled;
+  /** Builds the adapter (not connected yet); the platform's SDK is loaded only now. */
+  createAdapter(settings: Enabled, options: ChannelAdapterOptions): Promise<ChannelAdapter>;
+  /** What `almanac doctor` reports; undefined when nothing of the channel is configured. */
+  check(settings: z.output<Schema>): ChannelCheck | undefined;
+  readonly capabilities: ChannelCapabilities;
 }

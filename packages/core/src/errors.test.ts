@@ -26,7 +26,7 @@ describe("errors", () => {
   });
 
   it("describes any thrown value safely", () => {
-    expect(describeError(new InternalError("x.y", "broken"))).toBe("x.y: broken");
+    expect(describeError(new InternalError("test.failure", "broken"))).toBe("test.failure: broken");
     expect(describeError(new Error("plain"))).toBe("plain");
     expect(describeError("text")).toBe("text");
   });

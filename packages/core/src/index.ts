@@ -1,7 +1,14 @@
 export {
+  type ChannelAccessSettings,
   type ChannelAdapter,
+  type ChannelAdapterOptions,
+  type ChannelCapabilities,
+  type ChannelCheck,
+  type ChannelDescriptor,
+  type ChannelSettingsSchema,
   type ChannelStatus,
   type Conversation,
+  channelAccessSettings,
   hasTypingIndicator,
   hasWebhook,
   type InboundAttachment,
@@ -41,9 +48,15 @@ export {
 } from "./durable-write.js";
 export {
   AlmanacError,
+  type AlmanacErrorCodes,
   type AlmanacErrorOptions,
+  type CodesOf,
+  coreErrorCodes,
+  defineErrorCodes,
   describeError,
   type ErrorCategory,
+  type ErrorCode,
+  type ErrorCodeInfo,
   InternalError,
   isAlmanacError,
   ProviderError,
@@ -66,6 +79,7 @@ export {
   type SessionKind,
   sessionKeyToFileStem,
 } from "./session-key.js";
+export { httpUrl, type SettingMeta, setting, settingRegistry } from "./settings.js";
 export { splitMessage } from "./split-message.js";
 export * from "./token-counter.js";
 export { MISSING_TOOL_RESULT_TEXT, repairToolPairs } from "./tool-pairs.js";

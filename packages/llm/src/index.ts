@@ -3,6 +3,7 @@ export { OUTPUT_CAP_PARAMETERS, type OutputCapParameter } from "./convert-reques
 export {
   isModelError,
   isRetryableKind,
+  llmErrorCodes,
   ModelError,
   type ModelErrorKind,
   type ModelErrorOptions,

@@ -1,4 +1,4 @@
-import { ProviderError } from "@almanac/core";
+import { type CodesOf, defineErrorCodes, ProviderError } from "@almanac/core";
 
 /** What went wrong talking to a model endpoint; decides whether a retry can help. */
 export type ModelErrorKind =
@@ -12,6 +12,36 @@ export type ModelErrorKind =
   | "malformed_response"
   | "bad_request"
   | "aborted";
+
+/** Every code the llm package throws: `llm.<kind>` of a {@link ModelError}, and its own configuration and bugs. */
+export const llmErrorCodes = defineErrorCodes({
+  "llm.auth": {
+    category: "provider",
+    forPeople:
+      "Sorry, the language model refused my credentials. The owner has to check the model's API key.",
+  },
+  "llm.quota": {
+    category: "provider",
+    forPeople: "Sorry, the language model's quota is used up. Please try again later.",
+  },
+  "llm.rate_limit": {
+    category: "provider",
+    forPeople: "Sorry, the language model is busy right now. Please try again in a moment.",
+  },
+  "llm.context_length": { category: "provider", status: 502 },
+  "llm.network": { category: "provider" },
+  "llm.timeout": { category: "provider", status: 504 },
+  "llm.server": { category: "provider" },
+  "llm.malformed_response": { category: "provider" },
+  "llm.bad_request": { category: "provider" },
+  "llm.aborted": { category: "user", status: 499 },
+  "llm.config_invalid": { category: "user" },
+  "llm.unexpected": { category: "internal" },
+});
+
+declare module "@almanac/core" {
+  interface AlmanacErrorCodes extends CodesOf<typeof llmErrorCodes> {}
+}
 
 /** Kinds a retry may fix; the others fail the same way again (or were asked for, like `aborted`). */
 const retryableKinds: ReadonlySet<ModelErrorKind> = new Set<ModelErrorKind>([

@@ -62,7 +62,8 @@ describe("withRetry", () => {
         sleep: async (ms) => {
           waits.push(ms);
         },
-        classify: (error) => (error instanceof ModelError ? error : new InternalError("x", String(error))),
+        classify: (error) =>
+          error instanceof ModelError ? error : new InternalError("test.internal", String(error)),
         onRetry: (info) => retries.push(info.attempt),
       },
     );
@@ -79,7 +80,8 @@ describe("withRetry", () => {
       {
         policy: { ...policy, maxRetries: 1 },
         sleep: async () => {},
-        classify: (error) => (error instanceof ModelError ? error : new InternalError("x", String(error))),
+        classify: (error) =>
+          error instanceof ModelError ? error : new InternalError("test.internal", String(error)),
       },
     );
     await expect(run).rejects.toMatchObject({ code: "llm.server" });

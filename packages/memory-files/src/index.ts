@@ -1,6 +1,7 @@
 // Memory files: which workspace paths are memory (one rule), how to find them (one walker), whose they are
 // (scopes), and how they are read and written (the store: backups, the shrink guard, staged durable writes).
 export { hashContent } from "./content-hash.js";
+export * from "./error-codes.js";
 export { listMemoryFiles } from "./list-memory-files.js";
 export {
   assertTimeZone,

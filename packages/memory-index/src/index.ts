@@ -9,6 +9,7 @@ export {
   type EmbedOutcome,
   isEmbeddingGate,
 } from "./embedding-gate.js";
+export * from "./error-codes.js";
 export { type ScoringOptions, searchableText } from "./hybrid-score.js";
 export {
   createMemoryIndexer,

@@ -5,6 +5,7 @@ export {
   SummarizerError,
   type SummarizerErrorCode,
   type SummarizerErrorOptions,
+  summarizerErrorCodes,
 } from "./summarizer-error.js";
 export { SUMMARIZER_PROMPT } from "./summarizer-prompt.js";
 export type {

@@ -321,7 +321,8 @@ describe("createSummarizer with the durable queue", () => {
       async write(relativePath, content, options) {
         const result = await real.write(relativePath, content, options);
         // Applied, then "crash" before the job is marked done.
-        if (crashes-- > 0) throw new InternalError("test.crash", "crashed right after applying the commit");
+        if (crashes-- > 0)
+          throw new InternalError("test.internal", "crashed right after applying the commit");
         return result;
       },
     };
@@ -335,7 +336,7 @@ describe("createSummarizer with the durable queue", () => {
     await queue.start();
     await queue.idle();
     const [parked] = await queue.list();
-    expect(parked).toMatchObject({ state: "parked", lastError: { code: "test.crash" } });
+    expect(parked).toMatchObject({ state: "parked", lastError: { code: "test.internal" } });
 
     await queue.retry(parked?.id ?? "");
     await queue.idle();

@@ -1,3 +1,4 @@
+export { testErrorCodes } from "./error-codes.js";
 export { type FakeProxy, type FakeProxyOptions, type ProxiedRequest, startFakeProxy } from "./fake-proxy.js";
 export {
   createRecordingLogger,

@@ -7,6 +7,7 @@ import {
   type Logger,
   silentLogger,
 } from "@almanac/core";
+import { textForPeople } from "../errors/error-codes.js";
 import type { SessionManager } from "../runtime/session-manager.js";
 import { type AccessPolicy, checkAccess } from "./access-policy.js";
 import type { DedupStore } from "./dedup-store.js";
@@ -35,23 +36,11 @@ export interface ChannelHub {
   stop(deadlineMs: number): Promise<void>;
 }
 
-/** What the user sees when a turn fails: plain words, no internals (details go to the log). */
+/** What the user sees when a turn fails: plain words from the error code registry, no internals (details go to the log). */
 function failureText(error: unknown): string {
-  if (isAlmanacError(error)) {
-    if (error.code === "session.busy") return error.message;
-    if (error.code === "message.too_long") return error.message;
-    if (error.code === "model.not_configured")
-      return "The assistant is not set up yet: its owner needs to configure a model.";
-    if (error.code === "server.shutting_down")
-      return "The assistant is restarting; please send that again in a minute.";
-    if (error.code === "storage.full" || error.code === "storage.read_only")
-      return "Sorry, I cannot save anything right now: the server's disk is full. Your message is kept and will be answered once space is freed; please send another message then.";
-    if (error.code === "storage.missing")
-      return "Sorry, I cannot reach my memory right now: the server's data directory is missing. Its owner can see why in the server's status.";
-    if (error.category === "provider")
-      return "Sorry, I could not reach the language model just now. Please try again in a moment.";
-  }
-  return "Sorry, something went wrong while answering. The error has been logged.";
+  return isAlmanacError(error)
+    ? textForPeople(error.code, error.category)
+    : textForPeople("turn.failed", "internal");
 }
 
 /** Creates the hub; `start()` connects every adapter. */

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { UserError } from "@almanac/core";
+import { type ErrorCode, UserError } from "@almanac/core";
 import type { AlmanacConfig } from "../config/config-schema.js";
 import { ConfigError, loadConfig } from "../config/load-config.js";
 import { type CliContext, EXIT } from "./cli-context.js";
@@ -11,7 +11,7 @@ export class CliError extends UserError {
   /** The HTTP status when the server answered with an error. */
   readonly status: number | undefined;
   constructor(
-    code: string,
+    code: ErrorCode,
     message: string,
     exitCode: number,
     options: { cause?: unknown; status?: number } = {},
@@ -150,8 +150,8 @@ export function createAdminClient(target: ServerTarget, fetchImpl: typeof fetch 
       );
     }
     throw new CliError(
-      detail.code ?? "cli.request_failed",
-      `${method} ${path.split("?")[0]} failed with HTTP ${response.status}: ${detail.message}`,
+      "cli.request_failed",
+      `${method} ${path.split("?")[0]} failed with HTTP ${response.status}: ${detail.message}${detail.code === undefined ? "" : ` (${detail.code})`}`,
       EXIT.failure,
       { status: response.status },
     );

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { CHANNELS } from "../channels/channel-list.js";
 import { loadConfig } from "../config/load-config.js";
 import { checkChannels, checkDataDirectory } from "./doctor-checks.js";
 
@@ -9,10 +10,10 @@ const configWith = (env: Record<string, string>) =>
   loadConfig({ env, cwd: "/nonexistent-almanac-cwd", dotenv: false }).config;
 
 describe("doctor channel checks", () => {
-  it("reports no channel as fine", () => {
-    expect(checkChannels(configWith({})).map((entry) => [entry.name, entry.status])).toEqual([
-      ["channels", "ok"],
-    ]);
+  it("reports no channel as fine, naming every platform that could be added", () => {
+    const results = checkChannels(configWith({}));
+    expect(results.map((entry) => [entry.name, entry.status])).toEqual([["channels", "ok"]]);
+    for (const channel of CHANNELS) expect(results[0]?.hint).toContain(channel.label);
   });
 
   it("accepts a complete Feishu set-up and a Discord token", () => {

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { access, constants, mkdtemp, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { CHANNELS, configuredChannels } from "../channels/channel-list.js";
 import type { AlmanacConfig } from "../config/config-schema.js";
 import { type CheckResult, check } from "./doctor-types.js";
 
@@ -40,61 +41,26 @@ export async function checkDataDirectory(home: string): Promise<CheckResult> {
   }
 }
 
-/** Credentials of every configured chat channel are complete and well-formed. Secrets are never printed. */
+/**
+ * Every chat channel whose settings are (partly) set, checked by its descriptor: credentials complete and
+ * well-formed. Secrets are never printed.
+ */
 export function checkChannels(config: AlmanacConfig): CheckResult[] {
-  const results: CheckResult[] = [];
-  const { discord, feishu, dingtalk } = config.channels;
-  // The credentials' shapes are checked when the configuration loads (a bad one stops the start).
-  if (discord.token !== undefined) results.push(check("discord", "ok", "enabled (token set)"));
-  if (feishu.appId !== undefined || feishu.appSecret !== undefined) {
-    results.push(checkFeishu(feishu));
-  }
-  if (dingtalk.clientId !== undefined || dingtalk.clientSecret !== undefined) {
-    results.push(
-      dingtalk.clientId !== undefined && dingtalk.clientSecret !== undefined
-        ? check("dingtalk", "ok", "enabled (client id and secret set, Stream mode)")
-        : check(
-            "dingtalk",
-            "fail",
-            `only ${dingtalk.clientId === undefined ? "ALMANAC_DINGTALK_CLIENT_SECRET" : "ALMANAC_DINGTALK_CLIENT_ID"} is set; the channel stays off`,
-            "set both ALMANAC_DINGTALK_CLIENT_ID and ALMANAC_DINGTALK_CLIENT_SECRET, or neither",
-          ),
-    );
-  }
-  if (results.length === 0) {
-    results.push(
-      check(
-        "channels",
-        "ok",
-        "no chat channel configured (the API and console still work)",
-        "see README 'Connecting chat apps' to add Discord, Feishu or DingTalk",
-      ),
-    );
-  }
-  return results;
-}
-
-function checkFeishu(feishu: AlmanacConfig["channels"]["feishu"]): CheckResult {
-  if (feishu.appId === undefined || feishu.appSecret === undefined) {
-    return check(
-      "feishu",
-      "fail",
-      `only ${feishu.appId === undefined ? "ALMANAC_FEISHU_APP_SECRET" : "ALMANAC_FEISHU_APP_ID"} is set; the channel stays off`,
-      "set both ALMANAC_FEISHU_APP_ID and ALMANAC_FEISHU_APP_SECRET, or neither",
-    );
-  }
-
-  if (
-    feishu.mode === "webhook" &&
-    feishu.encryptKey === undefined &&
-    feishu.verificationToken === undefined
-  ) {
-    return check(
-      "feishu",
-      "fail",
-      "webhook mode without ALMANAC_FEISHU_ENCRYPT_KEY or ALMANAC_FEISHU_VERIFICATION_TOKEN: events cannot be verified",
-      "set ALMANAC_FEISHU_ENCRYPT_KEY (or the verification token) from Events & Callbacks → Encryption Strategy",
-    );
-  }
-  return check("feishu", "ok", `enabled (app ${feishu.appId}, ${feishu.mode} mode)`);
+  const results = configuredChannels(config).flatMap(({ descriptor, settings }) => {
+    const outcome = descriptor.check(settings);
+    return outcome === undefined
+      ? []
+      : [check(descriptor.name, outcome.status, outcome.message, outcome.hint)];
+  });
+  if (results.length > 0) return results;
+  const labels = CHANNELS.map((channel) => channel.label);
+  const platforms = labels.length > 1 ? `${labels.slice(0, -1).join(", ")} or ${labels.at(-1)}` : labels[0];
+  return [
+    check(
+      "channels",
+      "ok",
+      "no chat channel configured (the API and console still work)",
+      `see README 'Connecting chat apps' to add ${platforms}`,
+    ),
+  ];
 }

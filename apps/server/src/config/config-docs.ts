@@ -1,3 +1,4 @@
+import { CHANNELS } from "../channels/channel-list.js";
 import { listSettings, type SettingInfo } from "./settings.js";
 
 function defaultText(setting: SettingInfo): string {
@@ -33,6 +34,9 @@ interface EnvSection {
   readonly prefixes: readonly string[];
 }
 
+/** How a list is written in the environment, said once in `.env.example`. */
+const LIST_NOTE = "Lists are comma-separated (or a JSON array).";
+
 /** The sections in the order a new user needs them: the model first. */
 const ENV_SECTIONS: readonly EnvSection[] = [
   {
@@ -52,21 +56,12 @@ const ENV_SECTIONS: readonly EnvSection[] = [
     prefixes: ["network."],
   },
   { title: "Server", intro: [], prefixes: ["home", "server.", "log.", "shutdown."] },
-  {
-    title: "Chat apps: Discord",
-    intro: ["Setting the token enables the channel. Lists are comma-separated (or a JSON array)."],
-    prefixes: ["channels.discord."],
-  },
-  {
-    title: "Chat apps: Feishu / Lark",
-    intro: ["Setting the app id and secret enables the channel."],
-    prefixes: ["channels.feishu."],
-  },
-  {
-    title: "Chat apps: DingTalk",
-    intro: ["Setting the client id and secret enables the channel (Stream mode: no public URL needed)."],
-    prefixes: ["channels.dingtalk."],
-  },
+  // One section per channel, from the channel list; lists are explained once, in the first.
+  ...CHANNELS.map((channel, index) => ({
+    title: `Chat apps: ${channel.label}`,
+    intro: [index === 0 ? `${channel.enabledBy} ${LIST_NOTE}` : channel.enabledBy],
+    prefixes: [`channels.${channel.name}.`],
+  })),
   { title: "Chat apps: all", intro: [], prefixes: ["channels."] },
   {
     title: "Memory",

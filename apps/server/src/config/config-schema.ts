@@ -1,80 +1,17 @@
+import { httpUrl, setting } from "@almanac/core";
 import { z } from "zod";
-
-/** What the docs and the loader need to know about one setting, attached to its schema. */
-export interface SettingMeta {
-  /** Environment variable that sets this key when the config file does not. */
-  readonly env: string;
-  readonly description: string;
-  /** Secrets are masked in logs, errors and the admin API. */
-  readonly secret?: boolean;
-  /**
-   * A map whose values may be credentials (HTTP headers such as `api-key`): its keys are shown, its values
-   * masked like secrets.
-   */
-  readonly secretValues?: boolean;
-  /** Example value for README and `.env.example` when there is no default. */
-  readonly example?: string;
-  /** Other spellings of the variable read when `env` is unset (the lower-case proxy variables). */
-  readonly envAliases?: readonly string[];
-}
-
-/** A setting registry: one schema per key carries its env name and description (single source for docs). */
-export const settingRegistry = z.registry<SettingMeta>();
-
-function setting<T extends z.ZodType>(schema: T, meta: SettingMeta): T {
-  settingRegistry.add(schema, meta);
-  return schema;
-}
+import { CHANNELS } from "../channels/channel-list.js";
 
 const port = z.number().int().min(0).max(65535);
 const positiveInt = z.number().int().positive();
-const httpUrl = z.url({ protocol: /^https?$/, error: "expected an http(s) URL" });
 
-/** A Discord bot token: three base64url parts separated by dots (the only shape Discord issues). */
-export const DISCORD_TOKEN_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]+$/;
-/** A Feishu/Lark app id: `cli_` and 16 hex digits (the SDK's long connection silently does nothing otherwise). */
-export const FEISHU_APP_ID_SHAPE = /^cli_[0-9a-f]{16}$/;
+/** `channels.<name>`: each channel's block is its descriptor's settings schema (packages/channels-*). */
+type ChannelBlocks = { [Channel in (typeof CHANNELS)[number] as Channel["name"]]: Channel["settings"] };
 
-/** A fresh schema per use: the registry keys metadata by schema instance. */
-const idList = () => z.array(z.string().min(1)).default([]);
-
-/** Access settings every channel has (applied by the server's gate to every adapter alike). */
-function accessSettings(prefix: string, label: string) {
-  return {
-    dmPolicy: setting(z.enum(["open", "allowlist"]).default("allowlist"), {
-      env: `${prefix}_DM_POLICY`,
-      description: `Who may talk to the bot in ${label} direct messages: \`allowlist\` (only ${prefix}_ALLOW_FROM) or \`open\` (anyone).`,
-    }),
-    allowFrom: setting(idList(), {
-      env: `${prefix}_ALLOW_FROM`,
-      description: `${label} user ids allowed to talk to the bot (comma-separated). Applies to DMs and, when set, to groups too.`,
-      example: "1234567890,2345678901",
-    }),
-    groupPolicy: setting(z.enum(["open", "allowlist", "disabled"]).default("allowlist"), {
-      env: `${prefix}_GROUP_POLICY`,
-      description: `Which ${label} groups/channels the bot answers in: \`allowlist\` (only ${prefix}_GROUPS), \`open\` (all) or \`disabled\`.`,
-    }),
-    groups: setting(idList(), {
-      env: `${prefix}_GROUPS`,
-      description: `${label} group/channel ids the bot answers in (comma-separated).`,
-      example: "987654321,876543210",
-    }),
-    requireMention: setting(z.boolean().default(true), {
-      env: `${prefix}_REQUIRE_MENTION`,
-      description: `In ${label} groups, answer only when the bot is @-mentioned.`,
-    }),
-    noMentionGroups: setting(idList(), {
-      env: `${prefix}_NO_MENTION_GROUPS`,
-      description: `${label} group ids where the bot answers without being mentioned (overrides ${prefix}_REQUIRE_MENTION).`,
-      example: "987654321,876543210",
-    }),
-    trustedGroups: setting(idList(), {
-      env: `${prefix}_TRUSTED_GROUPS`,
-      description: `${label} group ids trusted with the owner's private memory (MEMORY.md, daily logs, file tools), like a DM from ${prefix}_ALLOW_FROM. Other groups get only their own log (docs/memory-files.md).`,
-      example: "987654321,876543210",
-    }),
-  };
-}
+// Object.fromEntries types its keys as string; the mapped type above restores each name's own schema.
+const channelBlocks = Object.fromEntries(
+  CHANNELS.map((channel) => [channel.name, channel.settings]),
+) as ChannelBlocks;
 
 /** The whole Almanac configuration. Defaults let the server start with nothing configured. */
 export const configSchema = z.strictObject({
@@ -342,110 +279,7 @@ export const configSchema = z.strictObject({
     .prefault({}),
   channels: z
     .strictObject({
-      discord: z
-        .strictObject({
-          token: setting(
-            z
-              .string()
-              .regex(DISCORD_TOKEN_SHAPE, {
-                error:
-                  "expected a Discord bot token: three parts separated by dots (copy it again from the Developer Portal → Bot → Reset Token)",
-              })
-              .optional(),
-            {
-              env: "ALMANAC_DISCORD_TOKEN",
-              description: "Discord bot token; setting it enables the Discord channel.",
-              secret: true,
-              example: "MTIz...",
-            },
-          ),
-          apiBaseUrl: setting(httpUrl.optional(), {
-            env: "ALMANAC_DISCORD_API_BASE_URL",
-            description: "Discord REST base URL (default Discord's; set only for testing).",
-            example: "https://discord.com/api",
-          }),
-          ...accessSettings("ALMANAC_DISCORD", "Discord"),
-        })
-        .prefault({}),
-      feishu: z
-        .strictObject({
-          appId: setting(
-            z
-              .string()
-              .regex(FEISHU_APP_ID_SHAPE, {
-                error:
-                  "expected a Feishu/Lark app id: cli_ followed by 16 hex digits (Developer Console → Credentials & Basic Info)",
-              })
-              .optional(),
-            {
-              env: "ALMANAC_FEISHU_APP_ID",
-              description: "Feishu/Lark app id (cli_…); with the secret, enables the Feishu channel.",
-              example: "cli_a1b2c3d4e5f60718",
-            },
-          ),
-          appSecret: setting(z.string().min(1).optional(), {
-            env: "ALMANAC_FEISHU_APP_SECRET",
-            description: "Feishu/Lark app secret.",
-            secret: true,
-            example: "secret",
-          }),
-          mode: setting(z.enum(["websocket", "webhook"]).default("websocket"), {
-            env: "ALMANAC_FEISHU_MODE",
-            description:
-              "Long connection (`websocket`, no public URL needed) or `webhook` (POST /channels/feishu/webhook).",
-          }),
-          encryptKey: setting(z.string().min(1).optional(), {
-            env: "ALMANAC_FEISHU_ENCRYPT_KEY",
-            description: "Event encrypt key (webhook mode; also used to verify signatures).",
-            secret: true,
-            example: "key",
-          }),
-          verificationToken: setting(z.string().min(1).optional(), {
-            env: "ALMANAC_FEISHU_VERIFICATION_TOKEN",
-            description: "Event verification token (webhook mode).",
-            secret: true,
-            example: "token",
-          }),
-          domain: setting(httpUrl.default("https://open.feishu.cn"), {
-            env: "ALMANAC_FEISHU_DOMAIN",
-            description:
-              "Open platform base URL: https://open.feishu.cn (Feishu) or https://open.larksuite.com (Lark).",
-          }),
-          ...accessSettings("ALMANAC_FEISHU", "Feishu"),
-        })
-        .prefault({}),
-      dingtalk: z
-        .strictObject({
-          clientId: setting(z.string().min(1).optional(), {
-            env: "ALMANAC_DINGTALK_CLIENT_ID",
-            description:
-              "DingTalk app key (client id); with the secret, enables the DingTalk channel (Stream mode).",
-            example: "dingxxxxxxxx",
-          }),
-          clientSecret: setting(z.string().min(1).optional(), {
-            env: "ALMANAC_DINGTALK_CLIENT_SECRET",
-            description: "DingTalk app secret (client secret).",
-            secret: true,
-            example: "secret",
-          }),
-          robotCode: setting(z.string().min(1).optional(), {
-            env: "ALMANAC_DINGTALK_ROBOT_CODE",
-            description: "Robot code for OpenAPI replies (defaults to the client id).",
-            example: "dingxxxxxxxx",
-          }),
-          gatewayUrl: setting(httpUrl.optional(), {
-            env: "ALMANAC_DINGTALK_GATEWAY_URL",
-            description: "Stream gateway base URL (default DingTalk's; set only for testing).",
-            example: "https://api.dingtalk.com",
-          }),
-          apiBaseUrl: setting(httpUrl.optional(), {
-            env: "ALMANAC_DINGTALK_API_BASE_URL",
-            description: "Robot OpenAPI base URL (default https://api.dingtalk.com).",
-            example: "https://api.dingtalk.com",
-          }),
-          ...accessSettings("ALMANAC_DINGTALK", "DingTalk"),
-        })
-        .prefault({}),
+      ...channelBlocks,
       dedupHours: setting(positiveInt.default(48), {
         env: "ALMANAC_CHANNEL_DEDUP_HOURS",
         description:

@@ -1,5 +1,6 @@
+import { type SettingMeta, settingRegistry } from "@almanac/core";
 import type { z } from "zod";
-import { configSchema, type SettingMeta, settingRegistry } from "./config-schema.js";
+import { configSchema } from "./config-schema.js";
 
 /** The value kind of a setting, which decides how an environment string is read. */
 export type SettingKind = "string" | "number" | "boolean" | "json" | "enum" | "list";

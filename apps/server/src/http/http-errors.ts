@@ -1,49 +1,8 @@
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
-import { isAlmanacError } from "@almanac/core";
+import { type ErrorCode, isAlmanacError } from "@almanac/core";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-
-/**
- * The one registry of error codes the HTTP API answers with, and their status.
- * Codes not listed fall back by category: user → 400, provider → 502, internal → 500.
- */
-export const HTTP_STATUS_BY_CODE: Readonly<Record<string, number>> = {
-  "auth.unauthorized": 401,
-  "request.invalid": 400,
-  "request.malformed_json": 400,
-  "request.too_large": 413,
-  "request.malformed": 400,
-  "request.bad_url": 400,
-  "request.forbidden": 403,
-  "request.method_not_allowed": 405,
-  "request.timeout": 408,
-  "request.uri_too_long": 414,
-  "request.unsupported_media_type": 415,
-  "request.headers_too_large": 431,
-  "message.invalid": 400,
-  "message.too_long": 413,
-  "session.not_found": 404,
-  "session.key_invalid": 400,
-  "session.busy": 429,
-  "model.not_configured": 503,
-  "server.shutting_down": 503,
-  "llm.timeout": 504,
-  "turn.timeout": 504,
-  "agent.aborted": 499,
-  "llm.context_length": 502,
-  "route.not_found": 404,
-  "home.locked": 409,
-  "memory.path_refused": 400,
-  "memory.not_found": 404,
-  "memory.conflict": 409,
-  "memory.shrink_refused": 409,
-  "memory.reindex_running": 409,
-  "summarizer.job_not_found": 404,
-  "summarizer.job_not_parked": 409,
-  "storage.full": 507,
-  "storage.read_only": 507,
-  "storage.missing": 503,
-};
+import { httpStatusOf } from "../errors/error-codes.js";
 
 /** OpenAI-style error body, used by /v1 and /api alike so every client can parse it. */
 export interface ErrorBody {
@@ -51,7 +10,7 @@ export interface ErrorBody {
 }
 
 /** Builds an error body. */
-export function errorBody(code: string, message: string, type = "invalid_request_error"): ErrorBody {
+export function errorBody(code: ErrorCode, message: string, type = "invalid_request_error"): ErrorBody {
   return { error: { message, type, code } };
 }
 
@@ -63,7 +22,7 @@ function typeFor(status: number): string {
 }
 
 /** Fastify's own errors (`FST_ERR_*`) as Almanac codes: clients never see a framework code. */
-const FASTIFY_ERRORS: Readonly<Record<string, { readonly code: string; readonly message: string }>> = {
+const FASTIFY_ERRORS: Readonly<Record<string, { readonly code: ErrorCode; readonly message: string }>> = {
   FST_ERR_CTP_BODY_TOO_LARGE: {
     code: "request.too_large",
     message: "Request body is larger than the server accepts.",
@@ -83,7 +42,7 @@ const FASTIFY_ERRORS: Readonly<Record<string, { readonly code: string; readonly 
 };
 
 /** The Almanac code for any other 4xx a framework or plugin raised, by its status. */
-const CODE_BY_CLIENT_STATUS: Readonly<Record<number, string>> = {
+const CODE_BY_CLIENT_STATUS: Readonly<Record<number, ErrorCode>> = {
   403: "request.forbidden",
   404: "route.not_found",
   405: "request.method_not_allowed",
@@ -95,7 +54,7 @@ const CODE_BY_CLIENT_STATUS: Readonly<Record<number, string>> = {
 };
 
 /** True when `error`, or an error in its `cause` chain, has the given Almanac code. */
-function causedBy(error: unknown, code: string): boolean {
+function causedBy(error: unknown, code: ErrorCode): boolean {
   let current: unknown = error;
   for (let depth = 0; depth < 8 && current !== undefined && current !== null; depth += 1) {
     if (isAlmanacError(current) && current.code === code) return true;
@@ -124,7 +83,7 @@ function classify(thrown: FastifyError | Error, options: HttpErrorOptions): Erro
   const error = options.storageError?.(thrown) ?? thrown;
   const reply = (
     status: number,
-    code: string,
+    code: ErrorCode,
     message: string,
     log: boolean | "line" = false,
   ): ErrorReply => ({
@@ -138,15 +97,14 @@ function classify(thrown: FastifyError | Error, options: HttpErrorOptions): Erro
       (causedBy(error, "server.shutting_down") || options.isShuttingDown?.() === true)
     )
       return reply(503, "server.shutting_down", "The server is shutting down; this reply was stopped.");
-    const fallback = error.category === "user" ? 400 : error.category === "provider" ? 502 : 500;
-    const status = HTTP_STATUS_BY_CODE[error.code] ?? fallback;
+    const status = httpStatusOf(error.code, error.category);
     const message = error.category === "internal" ? "Internal error; see the server log." : error.message;
     // A storage failure is the operator's to fix and says how: one line, not a stack per request.
     return reply(status, error.code, message, error.code.startsWith("storage.") ? "line" : status >= 500);
   }
   const fastifyError = error as FastifyError;
   const known = fastifyError.code === undefined ? undefined : FASTIFY_ERRORS[fastifyError.code];
-  if (known) return reply(HTTP_STATUS_BY_CODE[known.code] ?? 400, known.code, known.message);
+  if (known) return reply(httpStatusOf(known.code, "user"), known.code, known.message);
   if (fastifyError.validation) return reply(400, "request.invalid", `Invalid request: ${error.message}`);
   if (error instanceof SyntaxError)
     return reply(400, "request.malformed_json", `Malformed JSON body: ${error.message}`);
@@ -155,7 +113,7 @@ function classify(thrown: FastifyError | Error, options: HttpErrorOptions): Erro
     const code = CODE_BY_CLIENT_STATUS[status] ?? "request.invalid";
     return reply(status, code, STATUS_CODES[status] ?? "Bad request.");
   }
-  return reply(500, "internal", "Internal error; see the server log.", true);
+  return reply(500, "internal.error", "Internal error; see the server log.", true);
 }
 
 /**
@@ -179,7 +137,7 @@ export function createHttpErrorHandler(
  */
 export function handleClientError(error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === "ECONNRESET" || socket.destroyed) return;
-  const [status, code, message] =
+  const [status, code, message]: [number, ErrorCode, string] =
     error.code === "ERR_HTTP_REQUEST_TIMEOUT"
       ? [408, "request.timeout", "The request took too long to arrive."]
       : error.code === "HPE_HEADER_OVERFLOW"

@@ -304,6 +304,7 @@ export class TurnRunner {
     return {
       specs: () => specs,
       has: (name) => made.has(name),
+      requiresApproval: (name) => made.requiresApproval(name),
       execute: (call, context) => made.execute(call, context),
     };
   }
