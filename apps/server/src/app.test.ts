@@ -95,6 +95,7 @@ describe("buildApp", () => {
       "turns drained",
       PLUGIN.channels,
       PLUGIN.sessions,
+      PLUGIN.tools,
       PLUGIN.stats,
       PLUGIN.summarizer,
       PLUGIN.memory,
@@ -113,7 +114,14 @@ describe("buildApp", () => {
       const entry = JSON.parse(line) as { msg?: string; plugin?: string };
       return entry.msg === "plugin closed" ? [entry.plugin] : [];
     });
-    expect(closed).toEqual([PLUGIN.sessions, PLUGIN.stats, PLUGIN.summarizer, PLUGIN.memory, PLUGIN.config]);
+    expect(closed).toEqual([
+      PLUGIN.sessions,
+      PLUGIN.tools,
+      PLUGIN.stats,
+      PLUGIN.summarizer,
+      PLUGIN.memory,
+      PLUGIN.config,
+    ]);
   });
 
   it("gives a webhook route to the channels that take webhooks in their configuration, and to no other", async () => {

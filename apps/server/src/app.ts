@@ -23,6 +23,7 @@ import { sessionsPlugin } from "./plugins/sessions-plugin.js";
 import { statsPlugin } from "./plugins/stats-plugin.js";
 import { summarizerPlugin } from "./plugins/summarizer-plugin.js";
 import { telemetryPlugin } from "./plugins/telemetry-plugin.js";
+import { toolsPlugin } from "./plugins/tools-plugin.js";
 import { createStorageHealth } from "./storage-health.js";
 
 /** Options of {@link buildApp}. */
@@ -48,6 +49,7 @@ export const ALMANAC_PLUGINS = [
   memoryPlugin,
   summarizerPlugin,
   statsPlugin,
+  toolsPlugin,
   sessionsPlugin,
   channelsPlugin,
   operationsRoutesPlugin,

@@ -22,6 +22,8 @@ export interface ServerMetrics {
   readonly modelRequestDuration: MetricHistogram<"model">;
   readonly modelTokens: MetricCounter<"model" | "kind">;
   readonly compactions: MetricCounter<"trigger">;
+  readonly toolCalls: MetricCounter<"tool" | "source" | "outcome">;
+  readonly toolDuration: MetricHistogram<"source">;
   /** Loads prom-client and starts Node's default collectors (event loop lag, GC), when not yet done. */
   start(): void;
   /** The exposition text of every metric, with its content type (`GET /metrics`). */
@@ -55,6 +57,8 @@ export function createMetrics(sample: MetricSamples): ServerMetrics {
     },
     modelTokens: { inc: (labels, value) => loaded().modelTokens.inc(labels, value) },
     compactions: { inc: (labels, value) => loaded().compactions.inc(labels, value) },
+    toolCalls: { inc: (labels, value) => loaded().toolCalls.inc(labels, value) },
+    toolDuration: { observe: (labels, value) => loaded().toolDuration.observe(labels, value) },
     start: () => {
       loaded();
     },
@@ -148,6 +152,19 @@ function createPrometheusMetrics(
       name: "almanac_compactions_total",
       help: "Context compactions, by trigger (auto, command, overflow).",
       labelNames: ["trigger"],
+      registers: [registry],
+    }),
+    toolCalls: new Counter({
+      name: "almanac_tool_calls_total",
+      help: "Tool calls run for the model, by tool, source (memory, workspace, web, mcp) and outcome (ok, error).",
+      labelNames: ["tool", "source", "outcome"],
+      registers: [registry],
+    }),
+    toolDuration: new Histogram({
+      name: "almanac_tool_duration_seconds",
+      help: "Wall time of tool calls, by source.",
+      labelNames: ["source"],
+      buckets: [0.005, 0.02, 0.1, 0.5, 1, 2, 5, 10, 30, 60],
       registers: [registry],
     }),
   };

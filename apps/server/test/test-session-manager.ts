@@ -12,10 +12,11 @@ export function createTestRunner(
   overrides: Partial<TurnDependencies> & { readonly toolkit?: () => Toolkit } = {},
 ): TurnRunner {
   const { toolkit, ...rest } = overrides;
+  const make = toolkit ?? (() => createToolkit([]));
   return new TurnRunner({
     model: chatModel,
     compactionModel: chatModel,
-    tools: { toolkit: toolkit ?? (() => createToolkit([])) },
+    tools: { toolkit: make, specs: () => make().specs() },
     scopeOf: () => OWNER_SCOPE,
     basePrompt: "test",
     memoryGuide: "",

@@ -5,6 +5,8 @@ export interface LinkedSignal {
   timedOut(): boolean;
   /** Starts the timeout over; streams call it on every chunk so the limit is on silence, not length. */
   restartTimer(): void;
+  /** Stops the timer until {@link restartTimer} (time spent waiting for a person is not the work's time). */
+  pauseTimer(): void;
   /** Stops the timer and detaches from the sources. */
   dispose(): void;
 }
@@ -49,6 +51,9 @@ export function linkAbortSignals(
       if (controller.signal.aborted) return;
       clearTimeout(timer);
       startTimer();
+    },
+    pauseTimer() {
+      clearTimeout(timer);
     },
     dispose() {
       clearTimeout(timer);

@@ -12,6 +12,12 @@ export interface SettingMeta {
    * masked like secrets.
    */
   readonly secretValues?: boolean;
+  /**
+   * For a structured value holding credentials inside (the MCP servers' `env` and `headers`): the credentials
+   * in it (never logged), and the value as shown with them masked.
+   */
+  readonly secretsIn?: (value: unknown) => readonly string[];
+  readonly redact?: (value: unknown) => unknown;
   /** Example value for README and `.env.example` when there is no default. */
   readonly example?: string;
   /** Other spellings of the variable read when `env` is unset (the lower-case proxy variables). */

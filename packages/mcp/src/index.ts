@@ -9,8 +9,10 @@ export {
   MCP_SERVER_NAME,
   type McpServerSettings,
   type McpTransportKind,
+  mcpSecrets,
   mcpServerSettingsSchema,
   mcpServersSchema,
+  redactMcpServers,
   toolRules,
   transportOf,
 } from "./mcp-settings.js";

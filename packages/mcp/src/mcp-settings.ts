@@ -85,3 +85,48 @@ export function toolRules(
     sharedChats: own.sharedChats ?? settings.sharedChats,
   };
 }
+
+/** The credentials inside the servers' settings: every `env` and `headers` value, and a password in a `url`. */
+export function mcpSecrets(servers: Readonly<Record<string, McpServerSettings>>): string[] {
+  return Object.values(servers)
+    .flatMap((server) => [
+      ...Object.values(server.env),
+      ...Object.values(server.headers),
+      ...(server.url === undefined ? [] : urlSecrets(server.url)),
+    ])
+    .filter((value) => value !== "");
+}
+
+/** The servers' settings as shown (logs, the admin API, config errors): `env` and `headers` values masked. */
+export function redactMcpServers(
+  servers: Readonly<Record<string, Partial<McpServerSettings>>>,
+): Record<string, unknown> {
+  const mask = (map: unknown) =>
+    typeof map === "object" && map !== null
+      ? Object.fromEntries(Object.keys(map).map((key) => [key, "***"]))
+      : "***";
+  return Object.fromEntries(
+    Object.entries(servers).map(([name, server]) => {
+      if (typeof server !== "object" || server === null) return [name, server];
+      const shown: Record<string, unknown> = { ...server };
+      if (server.env !== undefined) shown.env = mask(server.env);
+      if (server.headers !== undefined) shown.headers = mask(server.headers);
+      if (typeof server.url === "string" && urlSecrets(server.url).length > 0) {
+        const url = new URL(server.url);
+        if (url.password !== "") url.password = "***";
+        else url.username = "***";
+        shown.url = url.toString();
+      }
+      return [name, shown];
+    }),
+  );
+}
+
+function urlSecrets(value: string): string[] {
+  try {
+    const url = new URL(value);
+    return [url.password, url.password === "" ? url.username : ""].filter((part) => part !== "");
+  } catch {
+    return [];
+  }
+}

@@ -79,7 +79,13 @@ export function createChannelHub(options: ChannelHubOptions): ChannelHub {
       : undefined;
     let text: string;
     try {
-      text = (await options.sessions.handle({ inbound: message })).text;
+      text = (
+        await options.sessions.handle({
+          inbound: message,
+          // Said mid-turn (an approval question), as a message of its own in the same conversation.
+          notify: (note) => adapter.send({ sessionKey: message.sessionKey, text: note, inReplyTo: message }),
+        })
+      ).text;
     } catch (error) {
       const level = isAlmanacError(error) && error.category === "user" ? "info" : "error";
       log[level]({ err: error }, "turn failed");

@@ -69,6 +69,14 @@ const ENV_SECTIONS: readonly EnvSection[] = [
     prefixes: ["memory.", "embedding.", "index."],
   },
   {
+    title: "Tools",
+    intro: [
+      "Tools from MCP servers (each call waits for your approval unless a server says approval: never) and",
+      "web_fetch. The mcpServers map is easiest in a file: ALMANAC_MCP_CONFIG=./mcp.json. See docs/tools.md.",
+    ],
+    prefixes: ["tools.", "mcpServers"],
+  },
+  {
     title: "Conversations and compaction",
     intro: [],
     prefixes: ["compaction.", "agent.", "sessions."],

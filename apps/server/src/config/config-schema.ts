@@ -1,4 +1,5 @@
 import { httpUrl, setting } from "@almanac/core";
+import { mcpSecrets, mcpServersSchema, redactMcpServers } from "@almanac/mcp";
 import { z } from "zod";
 import { CHANNELS } from "../channels/channel-list.js";
 
@@ -167,6 +168,45 @@ export const configSchema = z.strictObject({
       }),
     })
     .prefault({}),
+  tools: z
+    .strictObject({
+      mcpConfig: setting(z.string().min(1).optional(), {
+        env: "ALMANAC_MCP_CONFIG",
+        description:
+          'A JSON file in the format other MCP clients use ({"mcpServers": {…}}); its servers join mcpServers. Relative to the working directory.',
+        example: "./mcp.json",
+      }),
+      approvalTimeoutMs: setting(positiveInt.default(600_000), {
+        env: "ALMANAC_APPROVAL_TIMEOUT_MS",
+        description:
+          "How long a tool call waits for the owner's approval before it counts as denied (the turn's own timeout is paused meanwhile).",
+      }),
+      webFetch: setting(z.boolean().default(true), {
+        env: "ALMANAC_WEB_FETCH",
+        description:
+          "The web_fetch tool: reads a public web page as Markdown (GET only; private and loopback addresses refused).",
+      }),
+      webFetchSharedChats: setting(z.boolean().default(false), {
+        env: "ALMANAC_WEB_FETCH_SHARED_CHATS",
+        description: "Offer web_fetch in shared chats (groups, other people) too, not only to the owner.",
+      }),
+      webFetchAllow: setting(z.array(z.string().min(1)).default([]), {
+        env: "ALMANAC_WEB_FETCH_ALLOW",
+        description:
+          "Private addresses or CIDR ranges web_fetch may reach anyway (a service on your LAN), comma-separated.",
+        example: "192.168.1.20,10.0.5.0/24",
+      }),
+    })
+    .prefault({}),
+  mcpServers: setting(mcpServersSchema.default({}), {
+    env: "ALMANAC_MCP_SERVERS",
+    description:
+      "MCP servers whose tools the assistant may use, as the mcpServers map other clients use: command/args/env for a server Almanac starts, url/headers for one it connects to; approval (always|never), sharedChats, tools. env and headers values are masked everywhere.",
+    example: '{"time":{"command":"uvx","args":["mcp-server-time"]}}',
+    secretsIn: (value) => mcpSecrets(value as Parameters<typeof mcpSecrets>[0]),
+    redact: (value) =>
+      typeof value === "object" && value !== null ? redactMcpServers(value as Record<string, never>) : "***",
+  }),
   sessions: z
     .strictObject({
       maxConcurrentTurns: setting(positiveInt.default(8), {

@@ -248,6 +248,70 @@ describe("loadConfig", () => {
   });
 });
 
+describe("MCP servers in the configuration", () => {
+  it("reads mcpServers from the config file, the variable, and the file other clients use", async () => {
+    await writeFile(
+      join(cwd, "almanac.yaml"),
+      "mcpServers:\n  time:\n    command: uvx\n    args: [mcp-server-time]\ntools:\n  mcpConfig: mcp.json\n",
+    );
+    await writeFile(
+      join(cwd, "mcp.json"),
+      JSON.stringify({
+        mcpServers: {
+          calendar: { url: "https://cal.example/mcp", headers: { Authorization: "Bearer cal-secret-123" } },
+        },
+      }),
+    );
+    const { config } = loadConfig({ env: {}, cwd });
+    expect(Object.keys(config.mcpServers)).toEqual(["time", "calendar"]);
+    expect(config.mcpServers.time).toMatchObject({ command: "uvx", approval: "always", sharedChats: false });
+    expect(secretValues(config)).toContain("Bearer cal-secret-123");
+    const shown = JSON.stringify(redactConfig(config));
+    expect(shown).not.toContain("cal-secret-123");
+    expect(shown).toContain('"Authorization":"***"');
+
+    const fromEnv = loadConfig({
+      env: { ALMANAC_MCP_SERVERS: '{"files":{"command":"npx","args":["-y","x"],"env":{"TOKEN":"tok-456"}}}' },
+      cwd: await mkdtemp(join(tmpdir(), "almanac-config-")),
+    });
+    expect(fromEnv.config.mcpServers.files?.env).toEqual({ TOKEN: "tok-456" });
+    expect(secretValues(fromEnv.config)).toContain("tok-456");
+  });
+
+  it("names the server, the problem and never a secret when a server is configured wrongly", async () => {
+    const error = expectConfigError(() =>
+      loadConfig({
+        env: {
+          ALMANAC_MCP_SERVERS:
+            '{"both":{"command":"x","url":"https://a.example","env":{"K":"secret-value-789"}}}',
+        },
+        cwd,
+      }),
+    );
+    expect(error.message).toContain("ALMANAC_MCP_SERVERS");
+    expect(error.message).toContain("either command");
+    expect(error.message).not.toContain("secret-value-789");
+  });
+
+  it("fails clearly when the MCP file is missing, not JSON, or repeats a server", async () => {
+    expect(
+      expectConfigError(() => loadConfig({ env: { ALMANAC_MCP_CONFIG: "nope.json" }, cwd })).message,
+    ).toMatch(/ALMANAC_MCP_CONFIG.*no such file/);
+    await writeFile(join(cwd, "bad.json"), "{not json");
+    expect(
+      expectConfigError(() => loadConfig({ env: { ALMANAC_MCP_CONFIG: "bad.json" }, cwd })).message,
+    ).toContain("cannot read");
+    await writeFile(join(cwd, "mcp.json"), JSON.stringify({ mcpServers: { a: { command: "x" } } }));
+    const twice = expectConfigError(() =>
+      loadConfig({
+        env: { ALMANAC_MCP_CONFIG: "mcp.json", ALMANAC_MCP_SERVERS: '{"a":{"command":"y"}}' },
+        cwd,
+      }),
+    );
+    expect(twice.message).toContain("defined both");
+  });
+});
+
 describe("settings", () => {
   it("documents every key with a unique ALMANAC_ environment variable (the standard proxy variables aside)", () => {
     const settings = listSettings();

@@ -143,6 +143,7 @@ function listFromEnv(trimmed: string): unknown {
 
 function display(setting: SettingInfo | undefined, value: unknown): string {
   if (value === undefined) return "(unset)";
+  if (setting?.redact) return JSON.stringify(setting.redact(value));
   if (setting?.secret || setting?.secretValues) return '"***"';
   if (typeof value === "string") return JSON.stringify(redactUrl(value));
   return JSON.stringify(value) ?? String(value);
@@ -278,8 +279,11 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
       sources.set(setting.path, "env");
     }
   }
+  const mcpFile = mergeMcpConfigFile(input, options.cwd);
   /** Where a setting's value came from, in words: the variable (and which file held it) or the config key. */
   const origin = (setting: SettingInfo): string => {
+    if (setting.path === "mcpServers" && mcpFile !== undefined)
+      return `mcpServers (with the servers of ${mcpFile}, tools.mcpConfig; env ${setting.env})`;
     const source = sources.get(setting.path);
     if (source === "env") {
       const where = options.env[setting.env] === undefined ? `in ${dotenvPath}` : "environment variable";
@@ -317,6 +321,46 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
     sources,
     warnings: unknownVariables(env, settings),
   };
+}
+
+/**
+ * Adds the servers of the MCP configuration file (`tools.mcpConfig`, ALMANAC_MCP_CONFIG) to `mcpServers`: the
+ * `{"mcpServers": {…}}` file other clients use (VS Code's `{"servers": {…}}` too), so one file serves them all.
+ * Returns the file's path when there is one. A missing or unreadable file, or a server named in both places, is
+ * a configuration error naming the file.
+ */
+function mergeMcpConfigFile(input: Record<string, unknown>, cwd: string): string | undefined {
+  const given = getPath(input, "tools.mcpConfig");
+  if (typeof given !== "string" || given === "") return undefined;
+  const path = isAbsolute(given) ? given : resolve(cwd, given);
+  const where = `tools.mcpConfig = "${given}" (ALMANAC_MCP_CONFIG)`;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, "utf8"));
+  } catch (error) {
+    const reason =
+      (error as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (error as Error).message;
+    throw new ConfigError([`${where}: cannot read ${path} as JSON (${reason})`], { cause: error });
+  }
+  const servers =
+    typeof parsed === "object" && parsed !== null
+      ? ((parsed as Record<string, unknown>).mcpServers ?? (parsed as Record<string, unknown>).servers)
+      : undefined;
+  if (typeof servers !== "object" || servers === null || Array.isArray(servers))
+    throw new ConfigError([`${where}: ${path} has no "mcpServers" object ({"mcpServers": {"name": {…}}})`]);
+  const own = getPath(input, "mcpServers");
+  // A value that is not a map (unreadable JSON in the variable) is left for validation to name.
+  if (own !== undefined && (typeof own !== "object" || own === null || Array.isArray(own))) return path;
+  const merged: Record<string, unknown> = typeof own === "object" && own !== null ? { ...own } : {};
+  for (const [name, server] of Object.entries(servers)) {
+    if (name in merged)
+      throw new ConfigError([
+        `mcpServers.${name}: defined both in the configuration and in ${path}; keep one`,
+      ]);
+    merged[name] = server;
+  }
+  setPath(input, "mcpServers", merged);
+  return path;
 }
 
 /** The output cap when none is set: 4,096 tokens, or an eighth of a smaller window (1,024 at 8K). */
@@ -383,6 +427,7 @@ export function secretValues(config: AlmanacConfig): string[] {
   return listSettings().flatMap((setting) => {
     const value = getPath(config as unknown as Record<string, unknown>, setting.path);
     if (setting.secret) return typeof value === "string" && value !== "" ? [value] : [];
+    if (setting.secretsIn) return value === undefined ? [] : [...setting.secretsIn(value)];
     if (setting.secretValues && typeof value === "object" && value !== null)
       return Object.values(value).filter(
         (entry): entry is string => typeof entry === "string" && entry !== "",
@@ -398,6 +443,7 @@ export function redactConfig(config: AlmanacConfig): Record<string, unknown> {
     const value = getPath(copy, setting.path);
     if (value === undefined) continue;
     if (setting.secret) setPath(copy, setting.path, "***");
+    else if (setting.redact) setPath(copy, setting.path, setting.redact(value));
     else if (setting.secretValues && typeof value === "object" && value !== null)
       setPath(copy, setting.path, Object.fromEntries(Object.keys(value).map((key) => [key, "***"])));
     else if (typeof value === "string") setPath(copy, setting.path, redactUrl(value));

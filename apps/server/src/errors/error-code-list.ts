@@ -7,6 +7,8 @@ export const ERROR_CODE_LIST = [
   "agent.stream_incomplete",
   "agent.tool_duplicate",
   "agent.tool_invalid",
+  "approval.not_found",
+  "approval.not_pending",
   "auth.unauthorized",
   "cli.malformed_response",
   "cli.request_failed",

@@ -38,6 +38,9 @@ export const serverErrorCodes = defineErrorCodes({
     forPeople: "That message is longer than I accept; please send it in shorter parts.",
   },
   "session.not_found": { category: "user", status: 404 },
+  "approval.not_found": { category: "user", status: 404 },
+  /** Answered already, expired, or closed: the body says which. */
+  "approval.not_pending": { category: "user", status: 409 },
   "session.busy": {
     category: "user",
     status: 429,

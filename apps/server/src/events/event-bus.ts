@@ -1,3 +1,4 @@
+import type { ApprovalRecord } from "@almanac/approvals";
 import type { ChannelStatus } from "@almanac/core";
 
 /** A running turn as the live console shows it. */
@@ -63,7 +64,9 @@ export type ServerEvent =
     }
   | { readonly type: "queue-changed"; readonly queue: QueueFigures }
   | { readonly type: "index-changed"; readonly index: IndexFigures }
-  | { readonly type: "channel-changed"; readonly channel: ChannelStatus };
+  | { readonly type: "channel-changed"; readonly channel: ChannelStatus }
+  /** A tool call now waits for the owner, or was answered, expired or closed. */
+  | { readonly type: "approval-changed"; readonly approval: ApprovalRecord };
 
 /** An event with the id the bus gave it (increasing over the server's life). */
 export interface PublishedEvent {

@@ -5,6 +5,7 @@ import { registerLiveRoutes } from "../routes/live-routes.js";
 import { registerMemoryRoutes } from "../routes/memory-routes.js";
 import { registerSetupRoutes } from "../routes/setup-routes.js";
 import { registerStatsRoutes } from "../routes/stats-routes.js";
+import { registerToolRoutes } from "../routes/tool-routes.js";
 import { PLUGIN } from "./plugin-names.js";
 
 /**
@@ -16,6 +17,7 @@ export const adminRoutesPlugin = fp(
     const { sessions, memory, channels } = app;
     registerAdminRoutes(app, sessions, app.serverInfo);
     registerMemoryRoutes(app, memory);
+    registerToolRoutes(app, app.tools);
     await registerIndexRoutes(app, memory);
     registerSetupRoutes(app, { config: app.config, memory });
     registerStatsRoutes(app, { ...app.stats, sessions, memory });
@@ -40,6 +42,7 @@ export const adminRoutesPlugin = fp(
       PLUGIN.memory,
       PLUGIN.summarizer,
       PLUGIN.stats,
+      PLUGIN.tools,
       PLUGIN.sessions,
       PLUGIN.channels,
       PLUGIN.operationsRoutes,

@@ -10,6 +10,7 @@ export const PLUGIN = {
   memory: "almanac-memory",
   summarizer: "almanac-summarizer",
   stats: "almanac-stats",
+  tools: "almanac-tools",
   sessions: "almanac-sessions",
   channels: "almanac-channels",
   operationsRoutes: "almanac-operations-routes",

@@ -1,7 +1,5 @@
 import { join } from "node:path";
-import { createToolkit, createWorkspaceFileTools, type Toolkit } from "@almanac/agent";
-import type { Memory } from "@almanac/memory";
-import { type MemoryScope, memoryGuideFor } from "@almanac/memory-files";
+import { memoryGuideFor } from "@almanac/memory-files";
 import fp from "fastify-plugin";
 import { compactionWindow } from "../config/compaction-window.js";
 import { SessionManager } from "../runtime/session-manager.js";
@@ -28,9 +26,8 @@ declare module "fastify" {
  */
 export const sessionsPlugin = fp(
   async (app) => {
-    const { config, memory, models, metrics, events, storage } = app;
+    const { config, memory, models, metrics, events, storage, tools } = app;
     const logger = app.log;
-    const workspace = join(config.home, "workspace");
     const scheduler = createLaneScheduler({
       maxConcurrent: config.sessions.maxConcurrentTurns,
       laneCapacity: config.sessions.queueLimit,
@@ -44,7 +41,8 @@ export const sessionsPlugin = fp(
         : new TurnRunner({
             model,
             compactionModel: config.compaction.model ? models.named(config.compaction.model) : model,
-            tools: { toolkit: (scope) => builtInTools(scope, memory, workspace) },
+            tools: tools.catalog,
+            approvals: tools.desk.gate,
             scopeOf: (sessionKey) => memory.scopeOf(sessionKey),
             basePrompt: config.agent.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
             tokenCounter: models.tokenCounter,
@@ -84,6 +82,7 @@ export const sessionsPlugin = fp(
       },
       logger,
       events,
+      approvals: tools.desk,
       lifecycle: {
         // The memory guide and excerpt of the session's scope: a shared chat never sees the owner's files.
         sessionContext: async (key, roomTokens) => {
@@ -127,27 +126,16 @@ export const sessionsPlugin = fp(
   {
     name: PLUGIN.sessions,
     fastify: "5.x",
-    dependencies: [PLUGIN.config, PLUGIN.telemetry, PLUGIN.models, PLUGIN.memory, PLUGIN.summarizer],
+    dependencies: [
+      PLUGIN.config,
+      PLUGIN.telemetry,
+      PLUGIN.models,
+      PLUGIN.memory,
+      PLUGIN.summarizer,
+      PLUGIN.tools,
+    ],
   },
 );
-
-/**
- * The built-in tools of a turn in `scope`: the memory tools, and for the owner the workspace file tools. A
- * shared chat gets only the memory tools over its own log: no file tool reaches the owner's workspace.
- */
-function builtInTools(scope: MemoryScope, memory: Memory, workspace: string): Toolkit {
-  if (scope.kind === "shared") return createToolkit(memory.toolsFor(scope));
-  // Per turn: the versions of the files read, so a write can tell whether a person changed one meanwhile.
-  const seen = new Map<string, string>();
-  return createToolkit([
-    ...memory.toolsFor(scope),
-    ...createWorkspaceFileTools({
-      root: workspace,
-      readText: (target) => memory.readWorkspaceText(target, seen),
-      writeText: (target, content) => memory.writeWorkspaceText(target, content, seen),
-    }),
-  ]);
-}
 
 /** The session store with every write reported to `storage` (a full disk becomes `storage.full`, HTTP 507). */
 function guardedStore(store: SessionStore, storage: StorageHealth): SessionStore {

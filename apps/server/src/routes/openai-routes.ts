@@ -174,23 +174,27 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
         model,
         choices: [{ index: 0, delta, finish_reason: finishReason, logprobs: null }],
       });
+      let opened = false;
       let sentText = false;
+      const send = (text: string) => {
+        if (!opened) write(chunk({ role: "assistant", content: "" }, null));
+        opened = true;
+        write(chunk({ content: text }, null));
+      };
       try {
         const result = await sessions.handle({
           inbound,
           stream: true,
           signal,
           onTextDelta: (text) => {
-            if (!sentText) write(chunk({ role: "assistant", content: "" }, null));
             sentText = true;
-            write(chunk({ content: text }, null));
+            send(text);
           },
+          // An approval question goes into the stream, so the person sees what the reply waits for.
+          notify: async (note) => send(`${note}\n\n`),
         });
         // Commands and non-streamed answers arrive whole: send them as one delta.
-        if (!sentText) {
-          write(chunk({ role: "assistant", content: "" }, null));
-          write(chunk({ content: result.text }, null));
-        }
+        if (!sentText) send(result.text);
         write(chunk({}, "stop"));
         stream.sendRaw("[DONE]");
         stream.end(

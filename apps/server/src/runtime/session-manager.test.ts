@@ -2,7 +2,6 @@ import { randomBytes } from "node:crypto";
 import { appendFile, mkdtemp, readdir, readFile, rm, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createToolkit, defineTool } from "@almanac/agent";
 import {
   type ChatModel,
   type ChatRequest,
@@ -13,7 +12,6 @@ import {
   sessionKeyToFileStem,
 } from "@almanac/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { z } from "zod";
 import { createTestRunner, createTestSessionManager } from "../../test/test-session-manager.js";
 import { createLaneScheduler } from "../sessions/lane-scheduler.js";
 import { createSessionStore } from "../sessions/session-store.js";
@@ -118,41 +116,6 @@ describe("SessionManager", () => {
     for (let turn = 5; turn <= 20; turn += 1)
       await manager.handle({ inbound: inbound("cp", `turn ${turn}`) });
     expect(await snapshotMessages()).toBe(40);
-  });
-
-  it("builds the tool specs (JSON Schemas) once, not per turn or per session", async () => {
-    let built = 0;
-    const echo = defineTool({
-      name: "echo",
-      description: "Echoes.",
-      parameters: z.object({ text: z.string() }),
-      execute: async ({ text }) => text,
-    });
-    const runner = createTestRunner(model, {
-      toolkit: () => {
-        const toolkit = createToolkit([echo]);
-        return {
-          ...toolkit,
-          specs: () => {
-            built += 1;
-            return toolkit.specs();
-          },
-        };
-      },
-    });
-    manager.close();
-    manager = new SessionManager({
-      store: createSessionStore({ dir }),
-      scheduler: createLaneScheduler({ maxConcurrent: 4, laneCapacity: 4 }),
-      runner,
-      missingModelSettings: [],
-      tokenCounter: createTokenCounter(),
-      limits: { maxMessageChars: 1000, idleUnloadMs: 60_000, contextWindow: 10_000 },
-      clock: () => now,
-    });
-    for (const id of ["s1", "s2"])
-      for (const text of ["one", "two", "/status"]) await manager.handle({ inbound: inbound(id, text) });
-    expect(built).toBe(1);
   });
 
   it("unloads idle sessions and reloads them from disk with their history", async () => {

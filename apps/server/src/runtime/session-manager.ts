@@ -110,6 +110,17 @@ export class SessionManager {
         `The message has ${inbound.text.length} characters; the limit is ${this.#options.limits.maxMessageChars} (ALMANAC_MAX_MESSAGE_CHARS).`,
       );
     }
+    // An answer to an approval is taken at once: the session's lane is busy with the turn that waits for it.
+    const answered = this.#options.approvals?.answer(inbound);
+    if (answered !== undefined) {
+      this.#options.observer?.turnEnded?.(inbound.channel, "command", 0);
+      return {
+        sessionKey: inbound.sessionKey,
+        kind: "command",
+        text: answered,
+        usage: { promptTokens: 0, completionTokens: 0 },
+      };
+    }
     const command = parseCommand(inbound.text);
     const runner = this.#options.runner;
     if (command === undefined && runner === undefined) {

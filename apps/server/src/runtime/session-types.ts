@@ -46,6 +46,11 @@ export interface SessionManagerOptions {
   readonly clock?: () => number;
   readonly observer?: TurnObserver;
   readonly lifecycle?: SessionLifecycle;
+  /**
+   * Takes chat messages that answer an approval (`approve K7QD`) before the session's lane: the reply, or
+   * undefined for a message that is not an answer.
+   */
+  readonly approvals?: { answer(inbound: InboundMessage): string | undefined };
   /** Where session and turn changes are published for the live console (nothing is built when none listens). */
   readonly events?: EventBus;
 }
@@ -55,6 +60,11 @@ export interface TurnRequest {
   readonly inbound: InboundMessage;
   readonly stream?: boolean;
   readonly onTextDelta?: (text: string) => void;
+  /**
+   * Says something to the person in the conversation before the reply (an approval question). A channel sends
+   * it as a message of its own; a stream writes it into the reply; absent, the console and the API show it.
+   */
+  readonly notify?: (text: string) => Promise<void>;
   /** Aborts the turn (e.g. the HTTP client went away). */
   readonly signal?: AbortSignal;
 }

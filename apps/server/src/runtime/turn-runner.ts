@@ -1,4 +1,4 @@
-import { type Agent, createAgent, type Toolkit } from "@almanac/agent";
+import { type Agent, createAgent, createHookRegistry, type HookRegistry, type Toolkit } from "@almanac/agent";
 import {
   type CompactedBatch,
   type CompactionEvent,
@@ -29,14 +29,37 @@ import type { Conversation } from "./conversation.js";
 import type { TurnRequest, TurnResult } from "./session-types.js";
 import { userMessageOf } from "./turn-input.js";
 
-/** The tools a turn may use, by memory scope: every source (memory, workspace files, …) behind one question. */
+/** The tools a turn may use, by memory scope: every source (memory, workspace files, MCP, …) behind one question. */
 export interface ToolSource {
   /**
    * A toolkit for one turn in `scope`. Built per turn (tools may keep per-turn state, such as the versions of
    * files read); a shared chat's toolkit has no tool over the owner's private memory.
    */
   toolkit(scope: MemoryScope): Toolkit;
+  /** The specs a turn in `scope` hands the model: the same array every turn while the tools are unchanged. */
+  specs(scope: MemoryScope): readonly ToolSpec[];
 }
+
+/** A call that needs the owner's approval, as the gate is asked about it. */
+export interface ApprovalRequest {
+  readonly sessionKey: string;
+  readonly tool: string;
+  readonly arguments: string;
+  readonly callId: string;
+}
+
+/**
+ * Where a turn waits for the owner's approval of a call: resolves once they answered (or the approval expired or
+ * was closed), with the text the model reads when the call is not run.
+ */
+export type ApprovalGate = (
+  request: ApprovalRequest,
+  options: {
+    readonly signal: AbortSignal;
+    /** Says something in the conversation now, mid-turn (the question), where its channel can. */
+    readonly notify?: ((text: string) => Promise<void>) | undefined;
+  },
+) => Promise<{ readonly approved: boolean; readonly text: string }>;
 
 /** How compaction is sized for the chat model. */
 export interface CompactionSettings {
@@ -57,6 +80,8 @@ export interface TurnDependencies {
   /** Writes compaction summaries (may be a cheaper model); the chat model is the fallback. */
   readonly compactionModel: ChatModel;
   readonly tools: ToolSource;
+  /** Asks the owner about calls of tools that need approval; without it such calls are refused. */
+  readonly approvals?: ApprovalGate;
   /** Whose memory a session reaches, from its key. */
   readonly scopeOf: (sessionKey: string) => MemoryScope;
   readonly basePrompt: string;
@@ -111,8 +136,6 @@ const SHARED_PROMPTS = 32;
  */
 export class TurnRunner {
   readonly #deps: TurnDependencies;
-  /** Tool specs (JSON Schemas) per scope, built once: a scope's tool definitions never change. */
-  readonly #specsByScope = new Map<string, readonly ToolSpec[]>();
   /** System prompts by memory excerpt: conversations loaded while the excerpt is the same share one string. */
   readonly #prompts = new Map<string, string>();
   /** The compaction notice collector of each running turn, by session key (a session runs one turn at a time). */
@@ -137,7 +160,7 @@ export class TurnRunner {
 
   /** The tool specs of a session's scope (the same array every turn's toolkit gives, so meters' caches hit). */
   toolSpecs(sessionKey: string): readonly ToolSpec[] {
-    return this.#specsFor(this.#deps.scopeOf(sessionKey));
+    return this.#deps.tools.specs(this.#deps.scopeOf(sessionKey));
   }
 
   /** The system prompt of a conversation, given the memory section loaded when it started. */
@@ -205,10 +228,12 @@ export class TurnRunner {
     await conversation.transcribe();
 
     const scope = deps.scopeOf(key);
-    const toolkit = this.#toolkitFor(scope);
+    const toolkit = deps.tools.toolkit(scope);
+    const turnSignal = linkAbortSignals([signals.lane, signals.stop, request.signal], deps.turnTimeoutMs);
     const agent: Agent = createAgent({
       model: deps.model,
       toolkit,
+      hooks: this.#approvalHooks(conversation, toolkit, turnSignal, request.notify),
       // Before every model call, in this order: the transcript gets every new message as it was said, then
       // compaction may shorten or summarize them.
       beforeModelCall: [() => conversation.transcribe(), compactor.beforeModelCall],
@@ -227,7 +252,6 @@ export class TurnRunner {
     let stepStart = 0;
     let modelMs = 0;
     let completed = false;
-    const turnSignal = linkAbortSignals([signals.lane, signals.stop, request.signal], deps.turnTimeoutMs);
     try {
       const result = await runWithOverflowRecovery(
         () =>
@@ -297,26 +321,41 @@ export class TurnRunner {
     }
   }
 
-  /** A turn's toolkit over the scope's one set of specs. */
-  #toolkitFor(scope: MemoryScope): Toolkit {
-    const made = this.#deps.tools.toolkit(scope);
-    const specs = this.#specsFor(scope, made);
-    return {
-      specs: () => specs,
-      has: (name) => made.has(name),
-      requiresApproval: (name) => made.requiresApproval(name),
-      execute: (call, context) => made.execute(call, context),
-    };
-  }
-
-  #specsFor(scope: MemoryScope, made?: Toolkit): readonly ToolSpec[] {
-    const key = JSON.stringify(scope);
-    let specs = this.#specsByScope.get(key);
-    if (specs === undefined) {
-      specs = (made ?? this.#deps.tools.toolkit(scope)).specs();
-      this.#specsByScope.set(key, specs);
-    }
-    return specs;
+  /**
+   * The turn's hooks: a call of a tool that needs approval waits for the owner. The transcript gets the call
+   * first (so the question has its context on disk), and the turn's timeout is paused while a person decides.
+   * A refusal answers the call with the reason; the model reads it and goes on.
+   */
+  #approvalHooks(
+    conversation: Conversation,
+    toolkit: Toolkit,
+    turnSignal: ReturnType<typeof linkAbortSignals>,
+    notify: TurnRequest["notify"],
+  ): HookRegistry {
+    const hooks = createHookRegistry();
+    const gate = this.#deps.approvals;
+    hooks.on("preActing", async ({ call }) => {
+      if (!toolkit.requiresApproval(call.name)) return undefined;
+      if (gate === undefined)
+        return {
+          skip: {
+            content: `${call.name} needs the owner's approval, and nobody can approve calls here; it was not run.`,
+            isError: true,
+          },
+        };
+      await conversation.transcribe();
+      turnSignal.pauseTimer();
+      try {
+        const decision = await gate(
+          { sessionKey: conversation.key, tool: call.name, arguments: call.arguments, callId: call.id },
+          { signal: turnSignal.signal, notify },
+        );
+        return decision.approved ? undefined : { skip: { content: decision.text, isError: true } };
+      } finally {
+        if (!turnSignal.signal.aborted) turnSignal.restartTimer();
+      }
+    });
+    return hooks;
   }
 }
 

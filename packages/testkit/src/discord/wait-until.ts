@@ -9,18 +9,19 @@ export interface WaitUntilOptions {
 }
 
 /**
- * Polls `check` until it returns something other than `undefined`/`false` and returns that value;
- * rejects after the timeout. For waiting on what a fake recorded instead of sleeping a fixed time.
+ * Polls `check` (awaited when it returns a promise, such as an HTTP request) until it gives something other
+ * than `undefined`/`false` and returns that value; rejects after the timeout. For waiting on what a fake
+ * recorded or a server reports instead of sleeping a fixed time.
  */
 export async function waitUntil<T>(
-  check: () => T | undefined | false,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
   options: WaitUntilOptions = {},
 ): Promise<T> {
   const timeoutMs = options.timeoutMs ?? 5000;
   const intervalMs = options.intervalMs ?? 10;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const value = check();
+    const value = await check();
     if (value !== undefined && value !== false) return value;
     if (Date.now() >= deadline) {
       throw new Error(
