@@ -1,8 +1,14 @@
+import { readFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { sessionKeyToFileStem } from "@almanac/core";
 import { type RecordedChatRequest, script } from "@almanac/testkit";
 import { type FakeDiscord, startFakeDiscord, waitUntil } from "@almanac/testkit/discord";
 import { afterEach, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "./test-server.js";
+import { runAlmanac } from "./cli-process.js";
+import { startTestServer, TEST_TOKEN, type TestServer } from "./test-server.js";
 
 /** The reference MCP server from npm, started by Almanac over stdio. */
 const EVERYTHING_SERVER = fileURLToPath(
@@ -136,6 +142,10 @@ describe("tools from an MCP server, through the real server", () => {
     });
     expect(answer.status).toBe(200);
     expect((await approved).choices[0]?.message.content).toBe("Tool said: The sum of 2 and 3 is 5.");
+    // The transcript records the decision on the call's result.
+    const stem = sessionKeyToFileStem("api:default:api:approve");
+    const transcript = await readFile(join(server.home, "sessions", `${stem}.jsonl`), "utf8");
+    expect(transcript).toContain(`"approval:${asked.id}:approved:by:api"`);
     // Answering twice says it is settled already.
     const again = await server.api(`/api/approvals/${asked.id}`, {
       method: "POST",
@@ -228,6 +238,73 @@ describe("tools from an MCP server, through the real server", () => {
     };
     expect(history.pending).toEqual([]);
     expect(history.approvals.find((approval) => approval.id === asked.id)).toMatchObject({ state: "closed" });
+  }, 60_000);
+});
+
+describe("web_fetch through the real server", () => {
+  it("reads a page the operator allowed as Markdown, and refuses loopback otherwise", async () => {
+    const page = createServer((_request, response) => {
+      response.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+      response.end(
+        "<html><head><title>Release notes</title></head><body><nav>menu</nav><article><h1>Version 2</h1><p>The <b>deploy</b> step is now one command, and rollbacks take a minute instead of an hour.</p><p>Upgrade by pulling the new image and restarting the service.</p></article></body></html>",
+      );
+    });
+    await new Promise<void>((resolve) => page.listen(0, "127.0.0.1", resolve));
+    running.push({ close: () => new Promise<void>((resolve) => page.close(() => resolve())) });
+    const url = `http://127.0.0.1:${(page.address() as AddressInfo).port}/notes`;
+
+    const refusing = await startTestServer();
+    running.push(refusing);
+    scriptToolUse(refusing, "web_fetch", { url });
+    const refused = await refusing.client.chat.completions.create({
+      model: "almanac",
+      user: "web",
+      messages: [{ role: "user", content: "Read the notes." }],
+    });
+    expect(refused.choices[0]?.message.content).toContain(`web_fetch could not read ${url}`);
+    expect(refused.choices[0]?.message.content).toMatch(/loopback/);
+
+    const allowing = await startTestServer({ env: { ALMANAC_WEB_FETCH_ALLOW: "127.0.0.1" } });
+    running.push(allowing);
+    scriptToolUse(allowing, "web_fetch", { url });
+    const read = await allowing.client.chat.completions.create({
+      model: "almanac",
+      user: "web",
+      messages: [{ role: "user", content: "Read the notes." }],
+    });
+    const text = read.choices[0]?.message.content ?? "";
+    expect(text).toContain("# Release notes");
+    expect(text).toContain("The **deploy** step is now one command");
+    expect(text).not.toContain("menu");
+  }, 60_000);
+});
+
+describe("the MCP servers on the command line", () => {
+  it("tools list shows the tools and servers; doctor reports a ready server and a command that is missing", async () => {
+    const server = await startWithMcp();
+    const env = { ALMANAC_HOME: server.home, ALMANAC_ADMIN_TOKEN: TEST_TOKEN };
+    const list = await runAlmanac(["tools", "list", "--url", server.server.url], { cwd: server.home, env });
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/^TOOL\s+SOURCE\s+APPROVAL\s+OFFERED TO/);
+    expect(list.stdout).toMatch(/^mcp__everything__get-sum\s+mcp\s+asks owner\s+owner$/m);
+    expect(list.stdout).toMatch(/^memory_search\s+memory\s+-\s+owner \+ shared chats$/m);
+    expect(list.stdout).toMatch(/^everything\s+stdio\s+ready\s+\d+/m);
+
+    const doctor = await runAlmanac(["doctor", "--url", server.server.url], {
+      cwd: server.home,
+      env: {
+        ...env,
+        ALMANAC_MCP_SERVERS: JSON.stringify({
+          ...JSON.parse(everything()),
+          missing: { command: "no-such-mcp-server-binary" },
+        }),
+      },
+    });
+    expect(doctor.stdout).toMatch(/^ok\s+mcp everything\s+ready over stdio, \d+ tools/m);
+    // Not configured in the running server: checked from the configuration alone.
+    expect(doctor.stdout).toMatch(
+      /^fail\s+mcp missing\s+command "no-such-mcp-server-binary" not found on PATH/m,
+    );
   }, 60_000);
 });
 

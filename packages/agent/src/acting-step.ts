@@ -1,4 +1,10 @@
-import { createMessage, type Logger, type ToolCallBlock, type ToolResultBlock } from "@almanac/core";
+import {
+  createMessage,
+  type Logger,
+  type MessageMark,
+  type ToolCallBlock,
+  type ToolResultBlock,
+} from "@almanac/core";
 import type { EmitAgentEvent } from "./agent-events.js";
 import type { HookRegistry } from "./hooks.js";
 import type { Toolkit } from "./toolkit.js";
@@ -21,6 +27,7 @@ interface Answered {
   readonly call: ToolCallBlock;
   readonly result: ToolResultBlock;
   readonly finishedAt: number;
+  readonly marks: readonly MessageMark[];
 }
 
 /**
@@ -30,11 +37,15 @@ interface Answered {
  */
 export async function runActingStep(input: ActingStepInput): Promise<void> {
   const { memory, iteration, hooks, clock, emit } = input;
-  const plans: Array<{ readonly call: ToolCallBlock; readonly skip: ToolResultBlock | undefined }> = [];
+  const plans: Array<{
+    readonly call: ToolCallBlock;
+    readonly skip: ToolResultBlock | undefined;
+    readonly marks: readonly MessageMark[];
+  }> = [];
   for (const call of input.calls) {
     const outcome = await hooks.run("preActing", { memory, iteration, call });
     const skip: ToolResultBlock | undefined =
-      outcome === undefined
+      outcome?.skip === undefined
         ? undefined
         : {
             type: "tool_result",
@@ -42,15 +53,15 @@ export async function runActingStep(input: ActingStepInput): Promise<void> {
             content: outcome.skip.content,
             ...(outcome.skip.isError === true ? { isError: true } : {}),
           };
-    plans.push({ call, skip });
+    plans.push({ call, skip, marks: outcome?.marks ?? [] });
   }
 
   const answered = await Promise.all(
-    plans.map(async ({ call, skip }): Promise<Answered> => {
+    plans.map(async ({ call, skip, marks }): Promise<Answered> => {
       const startedAt = clock();
       if (skip !== undefined) {
         emit({ type: "tool-end", iteration, call, result: skip, skipped: true, durationMs: 0 });
-        return { call, result: skip, finishedAt: startedAt };
+        return { call, result: skip, finishedAt: startedAt, marks };
       }
       emit({ type: "tool-start", iteration, call });
       const result = await input.toolkit.execute(call, {
@@ -59,13 +70,13 @@ export async function runActingStep(input: ActingStepInput): Promise<void> {
       });
       const finishedAt = clock();
       emit({ type: "tool-end", iteration, call, result, skipped: false, durationMs: finishedAt - startedAt });
-      return { call, result, finishedAt };
+      return { call, result, finishedAt, marks };
     }),
   );
 
   memory.append(
-    ...answered.map(({ result, finishedAt }) =>
-      createMessage({ role: "tool", timestamp: finishedAt, content: [result] }),
+    ...answered.map(({ result, finishedAt, marks }) =>
+      createMessage({ role: "tool", timestamp: finishedAt, content: [result], marks }),
     ),
   );
   for (const { call, result } of answered) {

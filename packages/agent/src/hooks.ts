@@ -1,6 +1,7 @@
 import {
   type ChatResponse,
   describeError,
+  type MessageMark,
   type ToolCallBlock,
   type ToolResultBlock,
   type ToolSpec,
@@ -43,10 +44,16 @@ export interface PostActingContext {
   readonly result: ToolResultBlock;
 }
 
-/** A `preActing` outcome that answers the call without running the tool. */
-export interface SkipToolCall {
-  readonly skip: { readonly content: string; readonly isError?: boolean };
-}
+/**
+ * A `preActing` outcome: `skip` answers the call without running the tool; `marks` go on the call's tool message
+ * either way (e.g. who approved it), recorded in the transcript without changing what the model reads.
+ */
+export type SkipToolCall =
+  | {
+      readonly skip: { readonly content: string; readonly isError?: boolean };
+      readonly marks?: readonly MessageMark[];
+    }
+  | { readonly skip?: undefined; readonly marks: readonly MessageMark[] };
 
 /**
  * One step the agent runs before every model call, in the order of {@link AgentOptions.beforeModelCall}

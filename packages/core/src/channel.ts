@@ -76,6 +76,20 @@ export interface OutboundMessage {
   readonly text: string;
   /** The inbound message this answers (adapters thread the reply to it). */
   readonly inReplyTo?: InboundMessage;
+  /**
+   * Buttons under the message, where the platform has them (`capabilities.buttons`); a text channel ignores them
+   * (the text says what to type). Pressing one arrives as an ordinary inbound message from the person who
+   * pressed it, whose text is the button's `reply`, so it passes the same gate and the same checks as typing it.
+   */
+  readonly buttons?: readonly MessageButton[];
+}
+
+/** A button under an outbound message (see {@link OutboundMessage.buttons}). */
+export interface MessageButton {
+  readonly label: string;
+  /** The text the press stands for, e.g. `approve K7QD`: what a person would otherwise type. */
+  readonly reply: string;
+  readonly style?: "primary" | "danger" | "secondary";
 }
 
 /** The state a channel reports to the admin API. */

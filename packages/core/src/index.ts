@@ -13,6 +13,7 @@ export {
   hasWebhook,
   type InboundAttachment,
   type InboundMessage,
+  type MessageButton,
   type OutboundMessage,
   type Sender,
   type TypingIndicatorAdapter,

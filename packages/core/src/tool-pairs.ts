@@ -2,7 +2,7 @@ import { createMessage, type Message, toolCallsOf, toolResultsOf } from "./messa
 
 /** Text of the result added for a tool call whose real result was never recorded. */
 export const MISSING_TOOL_RESULT_TEXT =
-  "No result was recorded for this tool call (the run was interrupted before it finished).";
+  "This call has no result: the run was interrupted (the server stopped or restarted) before the call finished or was approved. Assume it did not complete.";
 
 /**
  * Makes a conversation valid for strict providers: every assistant tool call gets a result right after its

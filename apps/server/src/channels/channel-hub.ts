@@ -83,7 +83,13 @@ export function createChannelHub(options: ChannelHubOptions): ChannelHub {
         await options.sessions.handle({
           inbound: message,
           // Said mid-turn (an approval question), as a message of its own in the same conversation.
-          notify: (note) => adapter.send({ sessionKey: message.sessionKey, text: note, inReplyTo: message }),
+          notify: (note, buttons) =>
+            adapter.send({
+              sessionKey: message.sessionKey,
+              text: note,
+              inReplyTo: message,
+              ...(buttons === undefined ? {} : { buttons }),
+            }),
         })
       ).text;
     } catch (error) {

@@ -8,6 +8,7 @@ Commands:
   start                      run the server (stops gracefully on Ctrl-C / SIGTERM)
   doctor                     check configuration, data directory, model, embeddings, channels, server
   sessions list              list the running server's sessions
+  tools list                 list the running server's tools and MCP servers
   memory search <query>      search the memory files (--max N results, default 10)
   memory reindex             rebuild the memory index and show its progress
   chat [--session ID]        chat with a session in the terminal (default session "cli"); /exit or Ctrl-D quits
@@ -71,6 +72,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       case "sessions": {
         const { sessionsCommand } = await import("./sessions-command.js");
         return await sessionsCommand(context, args);
+      }
+      case "tools": {
+        const { toolsCommand } = await import("./tools-command.js");
+        return await toolsCommand(context, args);
       }
       case "memory": {
         const { memoryCommand } = await import("./memory-command.js");

@@ -2,7 +2,7 @@ import type { AlmanacConfig } from "../config/config-schema.js";
 import { ConfigError, type LoadedConfig, loadConfig, missingModelSettings } from "../config/load-config.js";
 import { CliError, createAdminClient, resolveTarget, type ServerTarget } from "./admin-client.js";
 import { type CliContext, EXIT, writeLine } from "./cli-context.js";
-import { checkChannels, checkDataDirectory } from "./doctor-checks.js";
+import { checkChannels, checkDataDirectory, checkMcpServers } from "./doctor-checks.js";
 import { networkReason, PROBE_TIMEOUT_MS, probeChatModel, probeEmbeddings } from "./doctor-probes.js";
 import { type CheckResult, check } from "./doctor-types.js";
 
@@ -155,6 +155,22 @@ async function checkIndex(target: ServerTarget, running: boolean, context: CliCo
   }
 }
 
+/** The MCP servers' states from the running server, or undefined when it cannot tell. */
+async function mcpReports(
+  target: ServerTarget,
+  context: CliContext,
+): Promise<Parameters<typeof checkMcpServers>[1]> {
+  try {
+    const body = (await createAdminClient(target, context.fetch).json("GET", "/api/tools")) as {
+      mcpServers?: Parameters<typeof checkMcpServers>[1];
+    };
+    return body.mcpServers;
+  } catch (error) {
+    if (!(error instanceof CliError)) throw error;
+    return undefined;
+  }
+}
+
 /**
  * The checks of a loaded configuration that need no running server: data directory, model and embeddings
  * (probed over the network), channel credentials. `almanac doctor` runs them, and so does the server's
@@ -182,8 +198,12 @@ async function runDoctorChecks(context: CliContext): Promise<CheckResult[]> {
     configurationChecks(config, context.fetch),
     checkServer(target, context),
   ]);
-  const index = await checkIndex(target, server.status === "ok", context);
-  return [result, ...checks, server, index];
+  const running = server.status === "ok";
+  const [index, mcp] = await Promise.all([
+    checkIndex(target, running, context),
+    checkMcpServers(config, running ? await mcpReports(target, context) : undefined, context.env.PATH),
+  ]);
+  return [result, ...checks, server, index, ...mcp];
 }
 
 const LABEL = { ok: "ok  ", warn: "warn", fail: "fail" } as const;

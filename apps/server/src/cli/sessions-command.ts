@@ -17,7 +17,7 @@ const sessionList = z.object({
 });
 
 /** Formats rows as left-aligned columns separated by two spaces. */
-function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+export function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((title, column) =>
     Math.max(title.length, ...rows.map((row) => (row[column] ?? "").length)),
   );

@@ -68,6 +68,12 @@ export const operationsRoutesPlugin = fp(
                 },
             // Channels are reported, not required: a platform outage must not take the API out of rotation.
             channels: enabled.map((channel) => ({ channel: channel.channel, state: channel.state })),
+            // So are MCP servers: a server that is down costs its tools, never the assistant.
+            mcpServers: (app.tools.mcp?.statuses() ?? []).map((server) => ({
+              name: server.name,
+              state: server.state,
+              ...(server.lastError === undefined ? {} : { lastError: server.lastError }),
+            })),
             model: info.model.configured
               ? { ok: true, name: info.model.name }
               : {
@@ -108,6 +114,7 @@ export const operationsRoutesPlugin = fp(
       PLUGIN.telemetry,
       PLUGIN.models,
       PLUGIN.memory,
+      PLUGIN.tools,
       PLUGIN.channels,
     ],
   },

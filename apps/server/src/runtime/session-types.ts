@@ -1,6 +1,6 @@
 import type { WorkingMemory } from "@almanac/agent";
 import type { CompactionState } from "@almanac/compaction";
-import type { InboundMessage, Logger, Message, TokenCounter } from "@almanac/core";
+import type { InboundMessage, Logger, Message, MessageButton, TokenCounter } from "@almanac/core";
 import type { EventBus } from "../events/event-bus.js";
 import type { LaneScheduler } from "../sessions/lane-scheduler.js";
 import type { SessionStats } from "../sessions/session-snapshot.js";
@@ -64,7 +64,7 @@ export interface TurnRequest {
    * Says something to the person in the conversation before the reply (an approval question). A channel sends
    * it as a message of its own; a stream writes it into the reply; absent, the console and the API show it.
    */
-  readonly notify?: (text: string) => Promise<void>;
+  readonly notify?: (text: string, buttons?: readonly MessageButton[]) => Promise<void>;
   /** Aborts the turn (e.g. the HTTP client went away). */
   readonly signal?: AbortSignal;
 }

@@ -57,9 +57,15 @@ export type ApprovalGate = (
   options: {
     readonly signal: AbortSignal;
     /** Says something in the conversation now, mid-turn (the question), where its channel can. */
-    readonly notify?: ((text: string) => Promise<void>) | undefined;
+    readonly notify?: TurnRequest["notify"];
   },
-) => Promise<{ readonly approved: boolean; readonly text: string }>;
+) => Promise<{
+  readonly approved: boolean;
+  /** What the model reads as the call's result when it is not run. */
+  readonly text: string;
+  /** Put on the call's tool message: the decision as the transcript records it (`approval:K7QD:approved:…`). */
+  readonly mark: string;
+}>;
 
 /** How compaction is sized for the chat model. */
 export interface CompactionSettings {
@@ -350,7 +356,8 @@ export class TurnRunner {
           { sessionKey: conversation.key, tool: call.name, arguments: call.arguments, callId: call.id },
           { signal: turnSignal.signal, notify },
         );
-        return decision.approved ? undefined : { skip: { content: decision.text, isError: true } };
+        const marks = [decision.mark];
+        return decision.approved ? { marks } : { skip: { content: decision.text, isError: true }, marks };
       } finally {
         if (!turnSignal.signal.aborted) turnSignal.restartTimer();
       }

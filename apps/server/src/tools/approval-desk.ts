@@ -42,12 +42,24 @@ export class ApprovalDesk {
   }
 
   /** Where turns wait for the owner. */
-  readonly gate: ApprovalGate = (request, { signal, notify }) =>
-    this.#center.request(request, signal, (record) => {
-      notify?.(approvalQuestion(record, this.#center.timeoutMs)).catch(() => {
-        // The question could not be sent: the console, the API and /status still show it.
+  readonly gate: ApprovalGate = async (request, { signal, notify }) => {
+    const decision = await this.#center.request(request, signal, (record) => {
+      const buttons = [
+        { label: "Approve", reply: `approve ${record.id}`, style: "primary" },
+        { label: "Deny", reply: `deny ${record.id}`, style: "danger" },
+      ] as const;
+      notify?.(approvalQuestion(record, this.#center.timeoutMs), buttons).catch(() => {
+        // The question could not be sent: the console and the API still show it.
       });
     });
+    const { record } = decision;
+    const by = record.decidedBy === undefined ? "" : `:by:${record.decidedBy}`;
+    return {
+      approved: decision.approved,
+      text: decision.text,
+      mark: `approval:${record.id}:${record.state}${by}`,
+    };
+  };
 
   /**
    * The reply to a chat message that answers an approval, or undefined when the message is not one (it then
