@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { ApiError, memoryFilePath, PATH_REFUSED, sessionPath } from "./api.js";
+import { ApiError, approvalPath, memoryFilePath, PATH_REFUSED, sessionPath } from "./api.js";
 
 beforeAll(() => vi.stubGlobal("location", new URL("http://127.0.0.1:8787/memory")));
 afterAll(() => vi.unstubAllGlobals());
@@ -49,5 +49,11 @@ describe("API paths built from what a link carries", () => {
     expect(sessionPath("web:default:web:a/b")).toBe("/api/sessions/web%3Adefault%3Aweb%3Aa%2Fb");
     expect(refusal(() => sessionPath(".."))).toBe(PATH_REFUSED);
     expect(refusal(() => sessionPath(""))).toBe(PATH_REFUSED);
+  });
+
+  it("puts an approval id into one path segment and refuses one that would climb out", () => {
+    expect(approvalPath("K7QD")).toBe("/api/approvals/K7QD");
+    expect(approvalPath("a/b")).toBe("/api/approvals/a%2Fb");
+    expect(refusal(() => approvalPath(".."))).toBe(PATH_REFUSED);
   });
 });

@@ -123,6 +123,16 @@ export function jobRetryPath(id: string): string {
   return under("/api/summarizer/jobs/", `${pathSegment(id, "a job id")}/retry`, "a job id");
 }
 
+/** `/api/approvals/{id}`. */
+export function approvalPath(id: string): string {
+  return under("/api/approvals/", pathSegment(id, "an approval id"), "an approval id");
+}
+
+/** Answers a waiting tool call; resolves with the settled record (untrusted JSON), rejects with an `ApiError`. */
+export function decideApproval(id: string, decision: "approve" | "deny"): Promise<unknown> {
+  return api(approvalPath(id), { method: "POST", body: { decision } });
+}
+
 /** Separators a memory path must not carry in any spelling: `\` and the percent-encoded `/` and `\`. */
 const HIDDEN_SEPARATOR = /\\|%2f|%5c/i;
 // Control characters never appear in a memory file's name; a link carrying one is not a memory path.

@@ -45,3 +45,13 @@ export function ErrorBox(props: { error: unknown }) {
   if (props.error === undefined || props.error === null) return null;
   return html`<p class="error" role="alert">${describeError(props.error)}</p>`;
 }
+
+/** The current time, updated every `intervalMs` while the component is mounted (for countdowns). */
+export function useNow(intervalMs = 1000): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), intervalMs);
+    return () => clearInterval(timer);
+  }, [intervalMs]);
+  return now;
+}
