@@ -38,18 +38,11 @@ export function toInboundMessage(event: FeishuReceiveEvent, context: InboundCont
   const senderId =
     sender.sender_id?.open_id ?? sender.sender_id?.user_id ?? sender.sender_id?.union_id ?? "unknown";
   const threadId = message.thread_id;
-  const groupThread = isDirect ? undefined : threadId;
-  const sessionKey = formatSessionKey({
-    channel: FEISHU_CHANNEL,
-    account: context.account,
-    kind: isDirect ? "dm" : "group",
-    id: isDirect ? senderId : message.chat_id,
-    ...(groupThread === undefined ? {} : { thread: groupThread }),
-  });
-  const conversation: Conversation =
-    groupThread !== undefined
-      ? { kind: "thread", id: groupThread, parentId: message.chat_id }
-      : { kind: isDirect ? "dm" : "group", id: message.chat_id };
+  const { sessionKey, conversation } = placeOf(
+    { chatType: message.chat_type, chatId: message.chat_id, threadId },
+    senderId,
+    context.account,
+  );
   const { text, attachments } = convertContent(
     message.message_type,
     message.content,
@@ -80,6 +73,40 @@ export function toInboundMessage(event: FeishuReceiveEvent, context: InboundCont
     receivedAt: context.receivedAt,
     raw,
   };
+}
+
+/** A chat, and the topic in it, where something was said. */
+export interface FeishuChatPlace {
+  /** `p2p` for a direct chat; anything else is a group. */
+  readonly chatType: string;
+  readonly chatId: string;
+  readonly threadId?: string | undefined;
+}
+
+/**
+ * The session key and conversation of something said in a chat by `senderId`: the one rule for typed messages
+ * and button presses alike. A direct chat is the person's DM session (a topic inside it stays there); a group is
+ * its chat's session, and a topic in a group is a session of its own.
+ */
+export function placeOf(
+  place: FeishuChatPlace,
+  senderId: string,
+  account: string,
+): { readonly sessionKey: string; readonly conversation: Conversation } {
+  const isDirect = place.chatType === "p2p";
+  const groupThread = isDirect ? undefined : place.threadId;
+  const sessionKey = formatSessionKey({
+    channel: FEISHU_CHANNEL,
+    account,
+    kind: isDirect ? "dm" : "group",
+    id: isDirect ? senderId : place.chatId,
+    ...(groupThread === undefined ? {} : { thread: groupThread }),
+  });
+  const conversation: Conversation =
+    groupThread !== undefined
+      ? { kind: "thread", id: groupThread, parentId: place.chatId }
+      : { kind: isDirect ? "dm" : "group", id: place.chatId };
+  return { sessionKey, conversation };
 }
 
 /** Turns a message's `content` JSON into plain text plus attachment references. Unknown types give no text. */

@@ -30,15 +30,26 @@ export function markdownToPostContents(
   markdown: string,
   maxBodyBytes = FEISHU_POST_BODY_LIMIT_BYTES,
 ): string[] {
+  return splitMarkdownToFit(markdown, (chunk) => toPostContent(chunk), maxBodyBytes).map(toPostContent);
+}
+
+/**
+ * Splits Markdown into chunks whose `content`, as `wrap` builds it, keeps the request body within `maxBodyBytes`.
+ * The one splitting rule for posts and cards (see {@link markdownToPostContents}).
+ */
+export function splitMarkdownToFit(
+  markdown: string,
+  wrap: (chunk: string) => string,
+  maxBodyBytes = FEISHU_POST_BODY_LIMIT_BYTES,
+): string[] {
   const budget = maxBodyBytes - BODY_OVERHEAD_BYTES;
-  if (budget < 1024) throw new RangeError("markdownToPostContents: maxBodyBytes must be at least 2048");
-  const contents: string[] = [];
+  if (budget < 1024) throw new RangeError("splitMarkdownToFit: maxBodyBytes must be at least 2048");
+  const chunks: string[] = [];
   const place = (text: string, characterLimit: number): void => {
     for (const chunk of splitMessage(text, characterLimit)) {
-      const content = toPostContent(chunk);
-      const size = encodedContentBytes(content);
+      const size = encodedContentBytes(wrap(chunk));
       if (size <= budget) {
-        contents.push(content);
+        chunks.push(chunk);
         continue;
       }
       const scaled = Math.floor(((chunk.length * budget) / size) * 0.95);
@@ -50,5 +61,5 @@ export function markdownToPostContents(
     }
   };
   place(markdown, budget);
-  return contents;
+  return chunks;
 }

@@ -90,3 +90,31 @@ export const resourceContentSchema = z.object({
   /** Audio and media messages: length in milliseconds. */
   duration: z.number().optional(),
 });
+
+/**
+ * `card.action.trigger` (a button pressed on a card the bot sent) as the SDK's EventDispatcher hands it to a
+ * handler: the envelope's `header` merged with `event`, so `token` is the event's own action token.
+ */
+export const cardActionEventSchema = z.object({
+  event_id: optionalId,
+  event_type: z.string().optional(),
+  tenant_key: optionalId,
+  app_id: optionalId,
+  /** The action token (`c-…`): one per press. */
+  token: optionalId,
+  operator: userIdSchema,
+  action: z.looseObject({
+    /** The pressed button's `value`, as the card defined it. */
+    value: z.unknown(),
+    tag: z.string().optional(),
+    name: z.string().optional(),
+  }),
+  host: z.string().optional(),
+  context: z.object({
+    open_message_id: z.string().min(1),
+    open_chat_id: z.string().min(1),
+  }),
+});
+
+/** A validated `card.action.trigger` event. */
+export type FeishuCardActionEvent = z.infer<typeof cardActionEventSchema>;

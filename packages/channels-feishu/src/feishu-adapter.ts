@@ -1,23 +1,21 @@
-import { randomUUID } from "node:crypto";
 import {
   type ChannelStatus,
   describeError,
   type InboundMessage,
   InternalError,
   type OutboundMessage,
-  parseSessionKey,
   type TypingIndicatorAdapter,
-  UserError,
   type WebhookAdapter,
 } from "@almanac/core";
 import * as lark from "@larksuiteoapi/node-sdk";
 import { z } from "zod";
 import { type ResolvedFeishuConfig, resolveFeishuConfig } from "./config.js";
+import { buildCard, type CardActionAnswer, cardMessageOf, toCardPress } from "./convert-card.js";
 import { FEISHU_CHANNEL, toInboundMessage } from "./convert-inbound.js";
-import { markdownToPostContents } from "./convert-outbound.js";
 import { FeishuApiError } from "./errors.js";
-import { receiveEventSchema } from "./event-schema.js";
-import { createFeishuApi, type FeishuApi, type MessageTarget } from "./feishu-api.js";
+import { cardActionEventSchema, receiveEventSchema } from "./event-schema.js";
+import { createFeishuApi, type FeishuApi } from "./feishu-api.js";
+import { OutboundSender } from "./outbound-sender.js";
 import { createSdkLogger } from "./sdk-logger.js";
 import type {
   FeishuAdapterOptions,
@@ -28,19 +26,15 @@ import type {
 import { openWebhook } from "./webhook.js";
 
 const RECEIVE_EVENT = "im.message.receive_v1";
-/** Feishu's code for "the message is recalled" (a reply to it fails). */
-const RECALLED_CODE = 230011;
-/** Threads remembered for sends without `inReplyTo` (thread id → a message in it). */
-const MAX_REMEMBERED_THREADS = 1000;
-
-type Destination =
-  | { readonly kind: "reply"; readonly messageId: string; readonly inThread: boolean }
-  | { readonly kind: "send"; readonly target: MessageTarget };
+/** A button pressed on a card (the callback of the new card version, 卡片回传交互). */
+const CARD_ACTION_EVENT = "card.action.trigger";
 
 /**
  * The Feishu/Lark channel: receives `im.message.receive_v1` over the SDK's long connection (or webhooks handed
- * in by the server), normalizes it, and answers with Markdown posts threaded to the message. While a turn runs
- * it shows a "Typing" reaction on the user's message. Dedup, allowlists and mention gating are the server's.
+ * in by the server), normalizes it, and answers with Markdown posts threaded to the message. A message with
+ * buttons goes out as an interactive card; a press (`card.action.trigger`, same transport) comes back as the
+ * message the button stands for. While a turn runs it shows a "Typing" reaction on the user's message. Dedup,
+ * allowlists and mention gating are the server's.
  */
 export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
   readonly name = FEISHU_CHANNEL;
@@ -50,7 +44,7 @@ export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
   private readonly quickApi: FeishuApi;
   private readonly dispatcher: lark.EventDispatcher;
   private readonly stopping = new AbortController();
-  private readonly threadMessages = new Map<string, string>();
+  private readonly outbound: OutboundSender;
   private wsClient: lark.WSClient | undefined;
   private onMessage: ((message: InboundMessage) => void) | undefined;
   private botOpenId: string | undefined;
@@ -89,6 +83,7 @@ export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
     const apiOptions = { client, logger, sleep: this.config.sleep, signal: this.stopping.signal };
     this.api = createFeishuApi({ ...apiOptions, maxRetries: this.config.maxRetries });
     this.quickApi = createFeishuApi({ ...apiOptions, maxRetries: 0 });
+    this.outbound = new OutboundSender({ api: this.api, account: this.config.account, logger });
     this.dispatcher = new lark.EventDispatcher({
       logger: quiet,
       loggerLevel: lark.LoggerLevel.warn,
@@ -97,6 +92,7 @@ export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
         this.receive(data);
         return undefined;
       },
+      [CARD_ACTION_EVENT]: (data: unknown) => this.press(data),
     });
   }
 
@@ -120,51 +116,32 @@ export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
     await this.connect();
   }
 
-  /** Sends Markdown as one or more posts (≤ 30 KB each), as replies to `inReplyTo` when given. */
+  /**
+   * Sends Markdown as one or more posts (≤ 30 KB each), as replies to `inReplyTo` when given. With `buttons`, the
+   * last piece is an interactive card showing them; a press comes back as an inbound message (see `press`).
+   */
   async send(message: OutboundMessage): Promise<void> {
-    if (message.text.trim() === "") return;
-    const inbound = message.inReplyTo;
-    let destination: Destination =
-      inbound !== undefined && inbound.channel === FEISHU_CHANNEL
-        ? { kind: "reply", messageId: inbound.id, inThread: isInThread(inbound) }
-        : this.destinationOfSession(message.sessionKey);
-    for (const content of markdownToPostContents(message.text)) {
-      const outgoing = { msgType: "post", content, uuid: randomUUID() } as const;
-      if (destination.kind === "send") {
-        await this.api.send(destination.target, outgoing);
-        continue;
-      }
-      try {
-        await this.api.reply(destination.messageId, outgoing, destination.inThread);
-      } catch (error) {
-        if (!(error instanceof FeishuApiError) || error.platformCode !== RECALLED_CODE) throw error;
-        // The user withdrew the question while the turn ran: answer in the conversation instead.
-        destination = this.destinationOfSession(message.sessionKey, false);
-        if (destination.kind === "reply") throw error;
-        await this.api.send(destination.target, outgoing);
-      }
-    }
+    await this.outbound.send(message);
   }
 
   /** Adds the typing reaction to the user's message; the returned function removes it. Never throws. */
   async startTyping(message: InboundMessage): Promise<() => Promise<void>> {
     const { logger, typingEmoji } = this.config;
+    // A press shows it on the card pressed.
+    const target = cardMessageOf(message) ?? message.id;
     let reactionId: string;
     try {
-      reactionId = await this.quickApi.addReaction(message.id, typingEmoji);
+      reactionId = await this.quickApi.addReaction(target, typingEmoji);
     } catch (error) {
-      logger.debug(
-        { messageId: message.id, error: describeError(error) },
-        "Feishu typing reaction not added",
-      );
+      logger.debug({ messageId: target, error: describeError(error) }, "Feishu typing reaction not added");
       return async () => {};
     }
     return async () => {
       try {
-        await this.quickApi.removeReaction(message.id, reactionId);
+        await this.quickApi.removeReaction(target, reactionId);
       } catch (error) {
         logger.debug(
-          { messageId: message.id, error: describeError(error) },
+          { messageId: target, error: describeError(error) },
           "Feishu typing reaction not removed",
         );
       }
@@ -192,8 +169,9 @@ export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
 
   /**
    * Handles one request to the webhook route (`POST /channels/feishu/webhook`): verifies the signature and token,
-   * decrypts, answers `url_verification`, and hands a message event to `onMessage` before answering 200.
-   * A request that fails verification is answered 401 and nothing is processed.
+   * decrypts, answers `url_verification`, and hands a message event (or a button press) to `onMessage` before
+   * answering 200; a press is answered with its toast and card. A request that fails verification is answered
+   * 401 and nothing is processed.
    */
   async handleWebhook(request: FeishuWebhookRequest): Promise<FeishuWebhookResponse> {
     if (this.config.mode !== "webhook") {
@@ -208,12 +186,16 @@ export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
       return failure(verdict.status, verdict.code, verdict.message);
     }
     if (verdict.kind === "challenge") return { status: 200, body: { challenge: verdict.challenge } };
+    let body: Record<string, unknown> = {};
     try {
-      await this.dispatcher.invoke(verdict.payload, { needCheck: false });
+      const result: unknown = await this.dispatcher.invoke(verdict.payload, { needCheck: false });
+      // A card callback is answered in the response (toast, card); the SDK answers others with a note, not sent.
+      const answer = callbackAnswerSchema.safeParse(result);
+      if (answer.success) body = answer.data;
     } catch (error) {
       this.config.logger.error({ error: describeError(error) }, "Feishu webhook event failed");
     }
-    return { status: 200, body: {} };
+    return { status: 200, body };
   }
 
   private async connect(): Promise<void> {
@@ -285,7 +267,7 @@ export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
     const receivedAt = now();
     this.lastEventAt = receivedAt;
     const message = toInboundMessage(event, { account, botOpenId, receivedAt });
-    this.rememberThread(event.message.thread_id, event.message.message_id);
+    this.outbound.rememberThread(event.message.thread_id, event.message.message_id);
     try {
       onMessage(message);
     } catch (error) {
@@ -296,39 +278,40 @@ export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
     }
   }
 
-  /** Where an answer for a session goes when there is no message to reply to (or `useThread` is false). */
-  private destinationOfSession(sessionKey: string, useThread = true): Destination {
-    const parts = parseSessionKey(sessionKey);
-    if (parts.channel !== FEISHU_CHANNEL || parts.account !== this.config.account) {
-      throw new UserError(
-        "feishu.session_key_invalid",
-        `Session key ${JSON.stringify(sessionKey)} is not for Feishu account "${this.config.account}".`,
+  /**
+   * Reads a button press (`card.action.trigger`) and hands it over as the message the button stands for; the
+   * callback's answer (a toast, and in a direct chat the card without its buttons) goes back in the response,
+   * which Feishu wants within 3 s. Never throws.
+   */
+  private press(data: unknown): CardActionAnswer | undefined {
+    const { logger, now, account } = this.config;
+    const parsed = cardActionEventSchema.safeParse(data);
+    if (!parsed.success) {
+      logger.warn({ issues: parsed.error.issues.slice(0, 3) }, "Ignoring a malformed Feishu card action");
+      return undefined;
+    }
+    const onMessage = this.onMessage;
+    if (onMessage === undefined) return undefined;
+    const receivedAt = now();
+    const press = toCardPress(parsed.data, { account, receivedAt });
+    if (press.kind === "ignored") return undefined;
+    if (press.kind === "refused") return { toast: { type: "error", content: press.reason } };
+    this.lastEventAt = receivedAt;
+    try {
+      onMessage(press.message);
+    } catch (error) {
+      logger.error(
+        { messageId: press.message.id, error: describeError(error) },
+        "onMessage threw for a Feishu card action",
       );
     }
-    if (parts.thread !== undefined && useThread) {
-      // Replying in the thread to any of its messages keeps the answer in the thread.
-      const anchor =
-        this.threadMessages.get(parts.thread) ?? (parts.thread.startsWith("om_") ? parts.thread : undefined);
-      if (anchor !== undefined) return { kind: "reply", messageId: anchor, inThread: true };
-      this.config.logger.info({ thread: parts.thread }, "Feishu thread unknown; posting to its chat instead");
-    }
-    return {
-      kind: "send",
-      target:
-        parts.kind === "dm"
-          ? { receiveIdType: "open_id", receiveId: parts.id }
-          : { receiveIdType: "chat_id", receiveId: parts.id },
-    };
-  }
-
-  private rememberThread(threadId: string | undefined, messageId: string): void {
-    if (threadId === undefined) return;
-    this.threadMessages.delete(threadId);
-    this.threadMessages.set(threadId, messageId);
-    if (this.threadMessages.size > MAX_REMEMBERED_THREADS) {
-      const oldest = this.threadMessages.keys().next().value;
-      if (oldest !== undefined) this.threadMessages.delete(oldest);
-    }
+    const toast = { type: "info", content: `Sent: ${press.message.text}` } as const;
+    // In a direct chat nobody else could press: the buttons go, so a second press is impossible. In a group they
+    // stay, because a press by someone who may not answer must not take them away from the person who may.
+    const cardMessageId = parsed.data.context.open_message_id;
+    const markdown = press.place.chatType === "p2p" ? this.outbound.takeCardText(cardMessageId) : undefined;
+    if (markdown === undefined) return { toast };
+    return { toast, card: { type: "raw", data: buildCard(markdown, [], press.place, toast.content) } };
   }
 
   private setState(state: ChannelStatus["state"], detail: string | undefined): void {
@@ -349,12 +332,8 @@ export function createFeishuAdapter(
   return new FeishuAdapter(settings, options);
 }
 
-const threadedRaw = z.object({ threadId: z.string() });
-
-/** Whether a message was in a topic (group threads, and topics inside a direct chat). */
-function isInThread(message: InboundMessage): boolean {
-  return message.conversation.kind === "thread" || threadedRaw.safeParse(message.raw).success;
-}
+/** What a card callback's handler returns (the SDK answers events without a handler with a string). */
+const callbackAnswerSchema = z.record(z.string(), z.unknown());
 
 function failure(status: number, code: string, message: string): FeishuWebhookResponse {
   return { status, body: { error: { code, message } } };

@@ -1,6 +1,6 @@
 import type { Logger, WebhookRequest, WebhookResponse } from "@almanac/core";
 import type { EnabledFeishuSettings, FeishuSettings } from "./descriptor.js";
-import type { FeishuReceiveEvent } from "./event-schema.js";
+import type { FeishuCardActionEvent, FeishuReceiveEvent } from "./event-schema.js";
 
 /** How Feishu delivers events: the SDK's long connection (no public URL needed) or HTTP POSTs to a request URL. */
 export type FeishuMode = FeishuSettings["mode"];
@@ -45,6 +45,24 @@ export interface FeishuInboundRaw {
   readonly threadId?: string;
   /** The `event` object (`sender` and `message`) as Feishu sent it. */
   readonly event: FeishuReceiveEvent;
+}
+
+/**
+ * What a button press (`card.action.trigger`) carries on `raw` when it arrives as an `InboundMessage`: the
+ * card it was pressed on (answers reply to that card) and the chat the card was sent to.
+ */
+export interface FeishuCardActionRaw {
+  readonly kind: "card_action";
+  readonly eventId?: string;
+  readonly tenantKey?: string;
+  readonly appId?: string;
+  /** The card message (`om_…`) the button is on. */
+  readonly cardMessageId: string;
+  readonly chatType: "p2p" | "group";
+  /** The topic (`omt_…`) the card is in; answers go into it. */
+  readonly threadId?: string;
+  /** The `event` object (`operator`, `action`, `context`) as Feishu sent it. */
+  readonly event: FeishuCardActionEvent;
 }
 
 /** The request the server's webhook route hands to {@link FeishuAdapter.handleWebhook} (core's shape). */

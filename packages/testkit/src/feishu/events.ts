@@ -178,3 +178,72 @@ function wireMention(mention: FakeFeishuMention, tenantKey: string): Record<stri
     tenant_key: tenantKey,
   };
 }
+
+/** What a test says about a button press; the card, chat and button value come from what the bot sent. */
+export interface FakeCardActionSpec {
+  /** The card message (`om_…`) the button is on. */
+  readonly messageId: string;
+  /** The chat the card is in. */
+  readonly chatId: string;
+  /** The pressed button's `value`, exactly as the card defined it (Feishu echoes it). */
+  readonly value: unknown;
+  /** Who presses; default `{ openId: "ou_user_1" }`. */
+  readonly operator?: FakeFeishuUser;
+  /** Default: a fresh id. */
+  readonly eventId?: string;
+  /** The action token; default a fresh `c-…`. */
+  readonly token?: string;
+}
+
+/** A built `card.action.trigger` callback (schema 2.0) plus the ids a test asserts on. */
+export interface BuiltCardAction {
+  readonly eventId: string;
+  readonly token: string;
+  readonly messageId: string;
+  readonly chatId: string;
+  readonly operatorOpenId: string;
+  /** The JSON envelope exactly as Feishu sends it (long connection payload or webhook body before encryption). */
+  readonly envelope: Record<string, unknown>;
+}
+
+/**
+ * Builds the `card.action.trigger` callback Feishu sends when someone presses a button on a card (the new card
+ * callback, 卡片回传交互): the operator, the action token, the button's value, and the card's message and chat.
+ */
+export function buildCardActionEvent(spec: FakeCardActionSpec, context: FakeEventContext): BuiltCardAction {
+  const operator = spec.operator ?? DEFAULT_SENDER;
+  const eventId = spec.eventId ?? randomBytes(16).toString("hex");
+  const token = spec.token ?? `c-${randomBytes(20).toString("hex")}`;
+  const envelope = {
+    schema: "2.0",
+    header: {
+      event_id: eventId,
+      token: "",
+      // Microseconds, as Feishu writes it for callbacks.
+      create_time: String(Date.now() * 1000),
+      event_type: "card.action.trigger",
+      tenant_key: context.tenantKey,
+      app_id: context.appId,
+    },
+    event: {
+      operator: {
+        tenant_key: context.tenantKey,
+        user_id: operator.userId ?? operator.openId.replace(/^ou_/, "u_"),
+        open_id: operator.openId,
+        union_id: operator.unionId ?? `on_${operator.openId.replace(/^ou_/, "")}`,
+      },
+      token,
+      action: { value: spec.value, tag: "button", timezone: "Asia/Shanghai" },
+      host: "im_message",
+      context: { open_message_id: spec.messageId, open_chat_id: spec.chatId },
+    },
+  };
+  return {
+    eventId,
+    token,
+    messageId: spec.messageId,
+    chatId: spec.chatId,
+    operatorOpenId: operator.openId,
+    envelope,
+  };
+}

@@ -248,3 +248,143 @@ describe("webhook delivery checked by the SDK's own EventDispatcher", () => {
     expect(response.body).toEqual({ challenge: "ch-1" });
   });
 });
+
+describe("interactive cards and button presses", () => {
+  const card = (buttons: readonly { label: string; type?: string; reply: string }[]) => ({
+    config: { update_multi: true },
+    elements: [
+      { tag: "markdown", content: "Run `deploy`?" },
+      {
+        tag: "action",
+        actions: buttons.map((button) => ({
+          tag: "button",
+          text: { tag: "plain_text", content: button.label },
+          type: button.type ?? "default",
+          value: { reply: button.reply },
+        })),
+      },
+    ],
+  });
+
+  const sendCard = async (content: unknown, receiveId = "oc_group_1") => {
+    const result = await client().im.message.create({
+      params: { receive_id_type: "chat_id" },
+      data: { receive_id: receiveId, msg_type: "interactive", content: JSON.stringify(content) },
+    });
+    return result.data?.message_id ?? "";
+  };
+
+  /** A long-connection app that answers every press with a toast and, when asked, a card without buttons. */
+  const connectApp = async (replaceCard: boolean) => {
+    const presses: unknown[] = [];
+    const dispatcher = new lark.EventDispatcher({ logger: quiet }).register({
+      "card.action.trigger": async (data: unknown) => {
+        presses.push(data);
+        return {
+          toast: { type: "info", content: "pressed" },
+          ...(replaceCard
+            ? { card: { type: "raw", data: { elements: [{ tag: "markdown", content: "done" }] } } }
+            : {}),
+        };
+      },
+    });
+    const ws = new lark.WSClient({
+      appId: fake.appId,
+      appSecret: fake.appSecret,
+      domain: fake.baseUrl,
+      logger: quiet,
+    });
+    closers.push(() => ws.close({ force: true }));
+    await ws.start({ eventDispatcher: dispatcher });
+    await fake.waitForConnection();
+    return presses;
+  };
+
+  it("records an interactive message with its card and lists the buttons it shows", async () => {
+    const messageId = await sendCard(card([{ label: "Yes", type: "primary", reply: "yes" }]));
+    expect(fake.sent()).toMatchObject([
+      { messageId, msgType: "interactive", content: { elements: [{}, {}] } },
+    ]);
+    expect(fake.buttons(messageId)).toEqual([{ label: "Yes", type: "primary", value: { reply: "yes" } }]);
+  });
+
+  it("refuses a card Feishu would refuse: no elements, or a button of an unknown type", async () => {
+    const error = await sendCard({ title: "no elements" }).catch((caught: unknown) => caught);
+    expect(httpFailure(error)).toMatchObject({ status: 400, data: { code: 230099 } });
+    const badType = await sendCard(card([{ label: "Go", type: "secondary", reply: "go" }])).catch(
+      (caught: unknown) => caught,
+    );
+    expect(httpFailure(badType)).toMatchObject({ status: 400, data: { code: 230099 } });
+    expect(fake.sent()).toEqual([]);
+  });
+
+  it("delivers a press over the long connection as card.action.trigger and applies the answer", async () => {
+    const presses = await connectApp(true);
+    const messageId = await sendCard(card([{ label: "Yes", reply: "yes" }]));
+    const operator = { openId: "ou_presser" };
+    const action = await fake.pressButton({ messageId, label: "Yes", operator });
+    expect(presses).toMatchObject([
+      {
+        event_type: "card.action.trigger",
+        event_id: action.eventId,
+        token: action.token,
+        operator: { open_id: "ou_presser" },
+        action: { tag: "button", value: { reply: "yes" } },
+        context: { open_message_id: messageId, open_chat_id: "oc_group_1" },
+      },
+    ]);
+    expect(action).toMatchObject({
+      transport: "long-connection",
+      status: 200,
+      operatorOpenId: "ou_presser",
+      toast: { type: "info", content: "pressed" },
+      cardReplaced: true,
+    });
+    expect(fake.card(messageId)).toEqual({ elements: [{ tag: "markdown", content: "done" }] });
+    // The buttons are gone, so nobody can press them again.
+    expect(() => fake.cardActionEvent({ messageId, label: "Yes" })).toThrow(/shows no button "Yes"/);
+    expect(fake.cardActions()).toHaveLength(1);
+  });
+
+  it("keeps the card when the answer is only a toast", async () => {
+    await connectApp(false);
+    const messageId = await sendCard(card([{ label: "Yes", reply: "yes" }]));
+    const action = await fake.pressButton({ messageId, label: "Yes" });
+    expect(action).toMatchObject({ cardReplaced: false, toast: { content: "pressed" } });
+    expect(fake.buttons(messageId).map((button) => button.label)).toEqual(["Yes"]);
+  });
+
+  it("updates a card by PATCH and refuses to patch a message that is no card", async () => {
+    const messageId = await sendCard(card([{ label: "Yes", reply: "yes" }]));
+    const patched = { elements: [{ tag: "markdown", content: "closed" }] };
+    const result = await client().im.message.patch({
+      path: { message_id: messageId },
+      data: { content: JSON.stringify(patched) },
+    });
+    expect(result.code).toBe(0);
+    expect(fake.card(messageId)).toEqual(patched);
+    expect(fake.buttons(messageId)).toEqual([]);
+    const error = await client()
+      .im.message.patch({ path: { message_id: "om_not_a_card" }, data: { content: JSON.stringify(patched) } })
+      .catch((caught: unknown) => caught);
+    expect(httpFailure(error)).toMatchObject({ status: 400, data: { code: 230001 } });
+  });
+
+  it("delivers a press to a request URL, encrypted and signed, and reads the answer from the body", async () => {
+    const encryptKey = "card-encrypt-key";
+    const dispatcher = new lark.EventDispatcher({ encryptKey, logger: quiet }).register({
+      "card.action.trigger": async () => ({ toast: { type: "success", content: "ok" } }),
+    });
+    const server: Server = createServer(lark.adaptDefault("/webhook", dispatcher, { autoChallenge: true }));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    closers.push(() => new Promise((resolve) => server.close(resolve)));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhook`;
+    const messageId = await sendCard(card([{ label: "No", type: "danger", reply: "no" }]));
+    const action = await fake.pressButtonByWebhook(url, { messageId, label: "No" }, { encryptKey });
+    expect(action).toMatchObject({
+      transport: "webhook",
+      status: 200,
+      toast: { type: "success", content: "ok" },
+    });
+  });
+});

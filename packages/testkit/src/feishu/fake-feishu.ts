@@ -1,7 +1,15 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseJsonBody, readBody, sendJson } from "../http-io.js";
-import { type BuiltMessageEvent, buildMessageEvent, type FakeMessageSpec } from "./events.js";
+import { buttonsOf, type FakeCardButton, type FakeCardToast, readCallbackAnswer } from "./cards.js";
+import {
+  type BuiltCardAction,
+  type BuiltMessageEvent,
+  buildCardActionEvent,
+  buildMessageEvent,
+  type FakeFeishuUser,
+  type FakeMessageSpec,
+} from "./events.js";
 import { createLongConnection, type FakeFeishuAck } from "./long-connection.js";
 import {
   createRestApi,
@@ -45,6 +53,32 @@ export interface SentEvent extends BuiltMessageEvent {
   readonly frameMessageId: string;
 }
 
+/** A person pressing a button on a card the bot sent. */
+export interface FakeButtonPress {
+  /** The card message (`om_…`), as in {@link FakeFeishu.sent}. */
+  readonly messageId: string;
+  /** The text on the button. */
+  readonly label: string;
+  /** Default `{ openId: "ou_user_1" }`. */
+  readonly operator?: FakeFeishuUser;
+}
+
+/** A press the fake delivered, with what the app answered. */
+export interface FakeCardAction extends Omit<BuiltCardAction, "envelope"> {
+  readonly transport: "long-connection" | "webhook";
+  readonly value: unknown;
+  /** Ack code (long connection) or HTTP status (webhook). */
+  readonly status: number;
+  /** The answer as sent: the ack's data (long connection) or the response body (webhook). */
+  readonly answer: unknown;
+  /** The toast the presser saw, if any. */
+  readonly toast?: FakeCardToast;
+  /** True when the answer replaced the card (see {@link FakeFeishu.card}). */
+  readonly cardReplaced: boolean;
+  /** From delivering the press to the answer; Feishu shows an error when it takes over 3 s. */
+  readonly latencyMs: number;
+}
+
 /** A running fake Feishu/Lark open platform (REST + long connection) on 127.0.0.1. */
 export interface FakeFeishu {
   /** `http://127.0.0.1:<port>`: the SDK's `domain`. */
@@ -53,6 +87,7 @@ export interface FakeFeishu {
   readonly appSecret: string;
   readonly botOpenId: string;
   readonly botName: string;
+  readonly tenantKey: string;
   /** Builds an `im.message.receive_v1` event for this app without delivering it (e.g. for webhooks). */
   messageEvent(spec: FakeMessageSpec): BuiltMessageEvent;
   /** Delivers a user message over the long connection. Throws when no client is connected. */
@@ -61,6 +96,28 @@ export interface FakeFeishu {
   sendRawEvent(payload: unknown, options?: SendEventOptions): string;
   /** POSTs a payload to an app's request URL, encrypted and signed like Feishu when asked. */
   postWebhook(url: string, payload: unknown, options?: WebhookDeliveryOptions): Promise<WebhookResponse>;
+  /**
+   * Builds the `card.action.trigger` for pressing a button on a card the bot sent, without delivering it.
+   * Throws when the message is not a card or shows no such button now (e.g. its buttons were taken away).
+   */
+  cardActionEvent(press: FakeButtonPress): BuiltCardAction;
+  /**
+   * Presses a button over the long connection and resolves with the app's answer once it acked; a card in the
+   * answer replaces the card, as in Feishu. Throws like {@link cardActionEvent}.
+   */
+  pressButton(press: FakeButtonPress, timeoutMs?: number): Promise<FakeCardAction>;
+  /** Presses a button by POSTing the callback to an app's request URL (encrypted and signed when asked). */
+  pressButtonByWebhook(
+    url: string,
+    press: FakeButtonPress,
+    options?: WebhookDeliveryOptions,
+  ): Promise<FakeCardAction>;
+  /** The card an interactive message shows now (after PATCHes and callback answers); undefined for others. */
+  card(messageId: string): unknown;
+  /** The buttons an interactive message shows now. */
+  buttons(messageId: string): FakeCardButton[];
+  /** Every press delivered so far, with its answer. */
+  cardActions(): FakeCardAction[];
   /** Cuts the long connection abruptly; the SDK should discover the endpoint again and reconnect. */
   dropConnection(): void;
   /** True while a long connection is open and its client has pinged (the SDK listens from then on). */
@@ -144,6 +201,51 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   const context = identity;
+  const cardActions: FakeCardAction[] = [];
+
+  /** The press of a button the card shows now; throws when the message is no card or the button is gone. */
+  const buildPress = (press: FakeButtonPress): { built: BuiltCardAction; value: unknown } => {
+    const card = rest.card(press.messageId);
+    const message = rest.sent().find((sent) => sent.messageId === press.messageId);
+    if (card === undefined || message === undefined) {
+      throw new Error(`fake Feishu: ${press.messageId} is not a card the bot sent`);
+    }
+    const shown = buttonsOf(card);
+    const found = shown.find((button) => button.label === press.label);
+    if (found === undefined) {
+      const labels = JSON.stringify(shown.map((button) => button.label));
+      throw new Error(`fake Feishu: the card shows no button "${press.label}" (it shows ${labels})`);
+    }
+    const spec = {
+      messageId: press.messageId,
+      chatId: message.chatId,
+      value: found.value,
+      ...(press.operator === undefined ? {} : { operator: press.operator }),
+    };
+    return { built: buildCardActionEvent(spec, context), value: found.value };
+  };
+
+  /** Records a delivered press and applies its answer to the card. */
+  const settle = (
+    built: BuiltCardAction,
+    value: unknown,
+    transport: FakeCardAction["transport"],
+    outcome: { status: number; answer: unknown; latencyMs: number },
+  ): FakeCardAction => {
+    const { toast, card } = readCallbackAnswer(outcome.answer);
+    if (card !== undefined) rest.replaceCard(built.messageId, card);
+    const { envelope: _envelope, ...ids } = built;
+    const action: FakeCardAction = {
+      ...ids,
+      transport,
+      value,
+      ...outcome,
+      ...(toast === undefined ? {} : { toast }),
+      cardReplaced: card !== undefined,
+    };
+    cardActions.push(action);
+    return action;
+  };
 
   const fake: FakeFeishu = {
     baseUrl: `http://127.0.0.1:${port}`,
@@ -160,6 +262,36 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     },
     sendRawEvent: (payload, sendOptions = {}) => longConnection.push(payload, sendOptions.parts ?? 1),
     postWebhook: (url, payload, deliveryOptions) => postWebhook(url, payload, deliveryOptions),
+    cardActionEvent: (press) => buildPress(press).built,
+    async pressButton(press, timeoutMs = 5000) {
+      const { built, value } = buildPress(press);
+      const started = Date.now();
+      const frameMessageId = longConnection.push(built.envelope, 1);
+      await waitUntil(() => longConnection.acks().some((ack) => ack.frameMessageId === frameMessageId), {
+        timeoutMs,
+        what: `the ack of pressing "${press.label}"`,
+      });
+      const ack = longConnection.acks().find((entry) => entry.frameMessageId === frameMessageId);
+      return settle(built, value, "long-connection", {
+        status: ack?.code ?? -1,
+        answer: ack?.data,
+        latencyMs: Date.now() - started,
+      });
+    },
+    async pressButtonByWebhook(url, press, deliveryOptions) {
+      const { built, value } = buildPress(press);
+      const started = Date.now();
+      const response = await postWebhook(url, built.envelope, deliveryOptions);
+      const ok = response.status === 200;
+      return settle(built, value, "webhook", {
+        status: response.status,
+        answer: ok ? response.body : undefined,
+        latencyMs: Date.now() - started,
+      });
+    },
+    card: (messageId) => rest.card(messageId),
+    buttons: (messageId) => buttonsOf(rest.card(messageId)),
+    cardActions: () => [...cardActions],
     dropConnection: () => longConnection.drop(),
     isConnected: () => longConnection.isConnected(),
     connectionCount: () => longConnection.connectionCount(),

@@ -1,7 +1,17 @@
 export {
+  buttonsOf,
+  cardProblem,
+  type FakeCardButton,
+  type FakeCardToast,
+  readCallbackAnswer,
+} from "./cards.js";
+export {
+  type BuiltCardAction,
   type BuiltMessageEvent,
+  buildCardActionEvent,
   buildMessageEvent,
   buildUrlVerification,
+  type FakeCardActionSpec,
   type FakeEventContext,
   type FakeFeishuMention,
   type FakeFeishuUser,
@@ -9,6 +19,8 @@ export {
   type FakePostElement,
 } from "./events.js";
 export {
+  type FakeButtonPress,
+  type FakeCardAction,
   type FakeFeishu,
   type FakeFeishuOptions,
   type SendEventOptions,

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { parseJsonBody } from "../http-io.js";
+import { cardProblem } from "./cards.js";
 
 /** A message the bot posted (send or reply), as the fake understood it. */
 export interface FakeSentMessage {
@@ -90,6 +91,10 @@ export interface RestApi {
   handle(input: RestInput): RestOutput;
   /** Tells the fake which chat a message belongs to (events it delivered), so replies land there. */
   rememberMessage(messageId: string, chatId: string): void;
+  /** The card an interactive message shows now (updated by PATCH and callback answers); undefined otherwise. */
+  card(messageId: string): unknown;
+  /** Replaces the card an interactive message shows (a callback answer did). */
+  replaceCard(messageId: string, card: unknown): void;
   sent(): FakeSentMessage[];
   reactions(): FakeReaction[];
   requests(): FakeRestRequest[];
@@ -141,6 +146,7 @@ const invalidParameter = (detail: string) =>
 export function createRestApi(options: RestApiOptions): RestApi {
   const tokens = new Set<string>();
   const chatOfMessage = new Map<string, string>();
+  const cards = new Map<string, unknown>();
   const byUuid = new Map<string, RestOutput>();
   const sent: FakeSentMessage[] = [];
   const reactions: FakeReaction[] = [];
@@ -172,6 +178,10 @@ export function createRestApi(options: RestApiOptions): RestApi {
       return invalidParameter("text content needs a string field text");
     if (msgType === "post" && !postContent.safeParse(parsed.value).success)
       return invalidParameter("post content needs content: [[{tag, ...}]]");
+    if (msgType === "interactive") {
+      const problem = cardProblem(parsed.value);
+      if (problem !== undefined) return fail(400, 230099, `Failed to create card content, ${problem}.`);
+    }
     const limit = msgType === "text" ? options.limits.textBytes : options.limits.postBytes;
     if (bodyBytes > limit) return fail(400, 230025, "The length of the message content reaches its limit.");
     return undefined;
@@ -184,6 +194,7 @@ export function createRestApi(options: RestApiOptions): RestApi {
     if (!("kind" in result)) return result;
     sent.push(result);
     chatOfMessage.set(result.messageId, result.chatId);
+    if (result.msgType === "interactive") cards.set(result.messageId, result.content);
     const answer = ok(messageData(result));
     if (uuid !== undefined) byUuid.set(uuid, answer);
     return answer;
@@ -313,6 +324,12 @@ export function createRestApi(options: RestApiOptions): RestApi {
       if (bodyBytes > options.limits.postBytes) {
         return fail(400, 230025, "The length of the message content reaches its limit.");
       }
+      const messageId = decodeURIComponent(patch[1] ?? "");
+      if (!cards.has(messageId)) return fail(400, 230001, "The message is not a card sent by this bot.");
+      const card = parseJsonBody(parsed.data.content).value;
+      const problem = cardProblem(card);
+      if (problem !== undefined) return fail(400, 230099, `Failed to create card content, ${problem}.`);
+      cards.set(messageId, card);
       return ok({});
     }
     const reaction = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/reactions(?:\/([^/]+))?$/.exec(path);
@@ -370,6 +387,8 @@ export function createRestApi(options: RestApiOptions): RestApi {
       return answer;
     },
     rememberMessage: (messageId, chatId) => void chatOfMessage.set(messageId, chatId),
+    card: (messageId) => cards.get(messageId),
+    replaceCard: (messageId, card) => void cards.set(messageId, card),
     sent: () => [...sent],
     reactions: () => [...reactions],
     requests: () => [...requests],
