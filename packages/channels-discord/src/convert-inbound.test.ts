@@ -1,9 +1,16 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { type InboundContext, parseMessageCreate, toInboundMessage } from "./convert-inbound.js";
+import {
+  type InboundContext,
+  parseMessageCreate,
+  toInboundMessage,
+  toInboundPress,
+} from "./convert-inbound.js";
+import { parseInteraction } from "./discord-interaction-schema.js";
 import type { DiscordMessagePayload } from "./discord-message-schema.js";
 
-// Fixtures follow Discord API v10 MESSAGE_CREATE payloads field for field (ids and names replaced).
+// Fixtures follow Discord API v10 MESSAGE_CREATE / INTERACTION_CREATE payloads field for field (ids and names
+// replaced).
 const fixture = (name: string): unknown =>
   JSON.parse(readFileSync(new URL(`./__fixtures__/${name}.json`, import.meta.url), "utf8"));
 
@@ -137,5 +144,82 @@ describe("toInboundMessage", () => {
   it("rejects a payload that is not a message instead of guessing", () => {
     expect(parseMessageCreate({ id: "1", content: "hi" }).ok).toBe(false);
     expect(parseMessageCreate("MESSAGE_CREATE").ok).toBe(false);
+  });
+});
+
+describe("toInboundPress", () => {
+  const press = (raw: unknown) => {
+    const result = parseInteraction(raw);
+    if (result.kind !== "press") throw new Error(`not a press: ${JSON.stringify(result)}`);
+    expect(result.raw).not.toHaveProperty("token");
+    return result.press;
+  };
+
+  it("turns a press in a guild channel into the member's message there, with the button's reply as text", () => {
+    const raw = fixture("interaction-create-button-guild");
+    const pressed = toInboundPress(press(raw), raw, context());
+    const typed = toInboundMessage(parsed(fixture("message-create-guild-reply")), {}, context());
+    expect(pressed).toEqual({
+      sessionKey: `discord:main:group:${GUILD_CHANNEL}`,
+      channel: "discord",
+      id: "1350034301852418089",
+      account: "main",
+      conversation: { kind: "group", id: GUILD_CHANNEL, name: "deploys" },
+      sender: { id: "277462112618020864", name: "Ally" },
+      mentioned: true,
+      text: "approve K7QD",
+      replyTo: "1350034145029857300",
+      receivedAt: 1_700_000_000_000,
+      raw,
+    });
+    // The same person typing in the same channel lands in the same session, under the same conversation.
+    expect(typed?.sessionKey).toBe(pressed.sessionKey);
+    expect(typed?.conversation).toEqual(pressed.conversation);
+  });
+
+  it("turns a press in a DM into the user's DM message, keyed by the user like typed DMs", () => {
+    const raw = fixture("interaction-create-button-dm");
+    const pressed = toInboundPress(press(raw), raw, context({ location: { kind: "dm" } }));
+    const typed = fixture("message-create-dm-attachments");
+    expect(pressed).toMatchObject({
+      sessionKey: "discord:main:dm:277462112618020864",
+      conversation: { kind: "dm", id: "1182750123456790528" },
+      sender: { id: "277462112618020864", name: "Alice" },
+      mentioned: true,
+      text: "deny K7QD",
+    });
+    expect(toInboundMessage(parsed(typed), typed, context({ location: { kind: "dm" } }))?.sessionKey).toBe(
+      pressed.sessionKey,
+    );
+  });
+
+  it("files a press in a thread under the parent channel, like a message in that thread", () => {
+    const raw = fixture("interaction-create-button-guild");
+    const location = { kind: "thread", parentId: "10", name: "t" } as const;
+    expect(toInboundPress(press(raw), raw, context({ location }))).toMatchObject({
+      sessionKey: `discord:main:group:10:${GUILD_CHANNEL}`,
+      conversation: { kind: "thread", id: GUILD_CHANNEL, parentId: "10" },
+    });
+  });
+});
+
+describe("parseInteraction", () => {
+  const guild = fixture("interaction-create-button-guild") as Record<string, unknown>;
+
+  it("ignores interactions that are not presses of the adapter's buttons", () => {
+    const slashCommand = { ...guild, type: 2, data: { id: "1", name: "ping", type: 1 } };
+    const foreignButton = { ...guild, data: { component_type: 2, custom_id: "poll:yes" } };
+    const selectMenu = { ...guild, data: { component_type: 3, custom_id: "almanac:x", values: ["a"] } };
+    for (const payload of [slashCommand, foreignButton, selectMenu, "INTERACTION_CREATE", null]) {
+      expect(parseInteraction(payload)).toEqual({ kind: "ignored" });
+    }
+  });
+
+  it("refuses a press of its button that names nobody who pressed it, instead of guessing", () => {
+    const { member: _member, ...anonymous } = guild;
+    expect(parseInteraction(anonymous)).toMatchObject({
+      kind: "invalid",
+      error: expect.stringContaining("who"),
+    });
   });
 });

@@ -5,6 +5,7 @@ import {
   type InboundAttachment,
   type InboundMessage,
 } from "@almanac/core";
+import { BUTTON_CUSTOM_ID_PREFIX, type DiscordButtonPress } from "./discord-interaction-schema.js";
 import {
   CONVERSATIONAL_MESSAGE_TYPES,
   type DiscordMessagePayload,
@@ -66,7 +67,11 @@ export function toInboundMessage(
   const addressed = mentionsBot(message, context, isReply);
   // A bare "@bot" is a call for attention; an empty message nobody addressed (a sticker, a poll) is not.
   if (text === "" && images.length === 0 && attachments.length === 0 && !addressed) return undefined;
-  const { sessionKey, conversation } = placeOf(message, context);
+  const { sessionKey, conversation } = placeOf(
+    { channelId: message.channel_id, authorId: message.author.id },
+    context.account,
+    context.location,
+  );
   const replyTo = isReply ? message.message_reference?.message_id : undefined;
   return {
     sessionKey,
@@ -85,23 +90,60 @@ export function toInboundMessage(
   };
 }
 
+/**
+ * Normalizes a press of one of the adapter's buttons into an ordinary {@link InboundMessage}: from the person who
+ * pressed, in the conversation of the message the button is on, with the button's reply as its text. It then
+ * passes the server's gate and checks exactly as if that person had typed the reply there. `id` is the
+ * interaction's (Discord redelivers it under the same id); `replyTo` is the message the button was on.
+ */
+export function toInboundPress(
+  press: DiscordButtonPress,
+  raw: unknown,
+  context: Pick<InboundContext, "account" | "location" | "receivedAt">,
+): InboundMessage {
+  const { sessionKey, conversation } = placeOf(
+    { channelId: press.channelId, authorId: press.presser.id },
+    context.account,
+    context.location,
+  );
+  return {
+    sessionKey,
+    channel: "discord",
+    id: press.id,
+    account: context.account,
+    conversation,
+    sender: { id: press.presser.id, name: displayName(press.presser, press.member) },
+    // Pressing the bot's own button addresses the bot, like replying to its message does.
+    mentioned: true,
+    text: press.customId.slice(BUTTON_CUSTOM_ID_PREFIX.length),
+    replyTo: press.messageId,
+    receivedAt: context.receivedAt,
+    raw,
+  };
+}
+
+/**
+ * The session key and conversation of something said (or pressed) by `authorId` in `channelId`: one rule for
+ * messages and button presses, so a press lands in the same session as typing in that conversation would.
+ */
 function placeOf(
-  message: DiscordMessagePayload,
-  context: InboundContext,
+  where: { readonly channelId: string; readonly authorId: string },
+  account: string,
+  location: DiscordLocation,
 ): { sessionKey: string; conversation: Conversation } {
-  const { account, location } = context;
+  const { channelId, authorId } = where;
   const named = (name: string | undefined) => (name === undefined ? {} : { name });
   switch (location.kind) {
     case "dm":
       return {
         // One DM session per user; the DM channel id is where replies go.
-        sessionKey: formatSessionKey({ channel: "discord", account, kind: "dm", id: message.author.id }),
-        conversation: { kind: "dm", id: message.channel_id },
+        sessionKey: formatSessionKey({ channel: "discord", account, kind: "dm", id: authorId }),
+        conversation: { kind: "dm", id: channelId },
       };
     case "group":
       return {
-        sessionKey: formatSessionKey({ channel: "discord", account, kind: "group", id: message.channel_id }),
-        conversation: { kind: "group", id: message.channel_id, ...named(location.name) },
+        sessionKey: formatSessionKey({ channel: "discord", account, kind: "group", id: channelId }),
+        conversation: { kind: "group", id: channelId, ...named(location.name) },
       };
     case "thread":
       return {
@@ -110,14 +152,9 @@ function placeOf(
           account,
           kind: "group",
           id: location.parentId,
-          thread: message.channel_id,
+          thread: channelId,
         }),
-        conversation: {
-          kind: "thread",
-          id: message.channel_id,
-          parentId: location.parentId,
-          ...named(location.name),
-        },
+        conversation: { kind: "thread", id: channelId, parentId: location.parentId, ...named(location.name) },
       };
   }
 }

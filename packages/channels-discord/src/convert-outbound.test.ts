@@ -1,6 +1,11 @@
 import { formatSessionKey, type InboundMessage } from "@almanac/core";
 import { describe, expect, it } from "vitest";
-import { resolveTarget, toDiscordChunks, toDiscordMarkdown } from "./convert-outbound.js";
+import {
+  resolveTarget,
+  toDiscordButtonRows,
+  toDiscordChunks,
+  toDiscordMarkdown,
+} from "./convert-outbound.js";
 
 const inbound = (overrides: Partial<InboundMessage> = {}): InboundMessage => ({
   sessionKey: "discord:main:group:10:20",
@@ -65,6 +70,27 @@ describe("resolveTarget", () => {
     });
   });
 
+  it("answers a button press in its conversation, replying to the message the button was on", () => {
+    const press = inbound({
+      id: "50",
+      replyTo: "31",
+      raw: {
+        id: "50",
+        type: 3,
+        token: "t",
+        channel_id: "20",
+        user: { id: "40", username: "a" },
+        data: { custom_id: "almanac:approve K7QD", component_type: 2 },
+        message: { id: "31" },
+      },
+    });
+    expect(resolveTarget({ sessionKey: "ignored", text: "x", inReplyTo: press }, "main")).toEqual({
+      kind: "channel",
+      channelId: "20",
+      replyToMessageId: "31",
+    });
+  });
+
   it("finds the place from the session key alone: a thread, a channel, or a user to DM", () => {
     const key = (kind: string, id: string, thread?: string) =>
       formatSessionKey({ channel: "discord", account: "main", kind, id, ...(thread ? { thread } : {}) });
@@ -92,5 +118,55 @@ describe("resolveTarget", () => {
         "main",
       ),
     ).toThrow(expect.objectContaining({ code: "discord.target_invalid" }));
+  });
+});
+
+describe("toDiscordButtonRows", () => {
+  it("makes one action row of buttons whose custom_id carries the reply, styled as asked", () => {
+    const { rows, dropped } = toDiscordButtonRows([
+      { label: "Approve", reply: "approve K7QD", style: "primary" },
+      { label: "Deny", reply: "deny K7QD", style: "danger" },
+      { label: "Later", reply: "later" },
+    ]);
+    expect(dropped).toEqual([]);
+    expect(rows).toEqual([
+      {
+        type: 1,
+        components: [
+          { type: 2, style: 1, label: "Approve", custom_id: "almanac:approve K7QD" },
+          { type: 2, style: 4, label: "Deny", custom_id: "almanac:deny K7QD" },
+          { type: 2, style: 2, label: "Later", custom_id: "almanac:later" },
+        ],
+      },
+    ]);
+  });
+
+  it("puts at most five buttons in a row and 25 in a message", () => {
+    const buttons = Array.from({ length: 27 }, (_, index) => ({
+      label: `#${index}`,
+      reply: `pick ${index}`,
+    }));
+    const { rows, dropped } = toDiscordButtonRows(buttons);
+    expect(rows.map((row) => row.components.length)).toEqual([5, 5, 5, 5, 5]);
+    expect(dropped).toEqual([
+      { label: "#25", reason: "a message holds at most 25 buttons" },
+      { label: "#26", reason: "a message holds at most 25 buttons" },
+    ]);
+  });
+
+  it("keeps every custom_id within 100 characters and every label within 80, leaving out what cannot fit", () => {
+    const fits = "r".repeat(100 - "almanac:".length);
+    const { rows, dropped } = toDiscordButtonRows([
+      { label: "ok", reply: fits },
+      { label: "too long", reply: `${fits}r` },
+      { label: "twice", reply: fits },
+      { label: "empty", reply: " " },
+      { label: "😀".repeat(50), reply: "smile" },
+    ]);
+    const kept = rows.flatMap((row) => row.components);
+    expect(kept.map((button) => button.custom_id)).toEqual([`almanac:${fits}`, "almanac:smile"]);
+    expect(kept.every((button) => button.custom_id.length <= 100)).toBe(true);
+    expect(kept[1]?.label).toBe("😀".repeat(40));
+    expect(dropped.map((button) => button.label)).toEqual(["too long", "twice", "empty"]);
   });
 });

@@ -1,4 +1,11 @@
-import { type OutboundMessage, parseSessionKey, splitMessage } from "@almanac/core";
+import { type MessageButton, type OutboundMessage, parseSessionKey, splitMessage } from "@almanac/core";
+import {
+  type APIActionRowComponent,
+  type APIButtonComponentWithCustomId,
+  ButtonStyle,
+  ComponentType,
+} from "discord.js";
+import { BUTTON_CUSTOM_ID_PREFIX, isButtonPressPayload } from "./discord-interaction-schema.js";
 import { discordUserError } from "./errors.js";
 import { DISCORD_MESSAGE_LIMIT } from "./types.js";
 
@@ -15,7 +22,13 @@ export type DiscordTarget =
 export function resolveTarget(message: OutboundMessage, account: string): DiscordTarget {
   const origin = message.inReplyTo;
   if (origin !== undefined && origin.channel === "discord" && origin.account === account) {
-    return { kind: "channel", channelId: origin.conversation.id, replyToMessageId: origin.id };
+    // A button press is not a message: the answer replies to the message the button was on.
+    const replyToMessageId = isButtonPressPayload(origin.raw) ? origin.replyTo : origin.id;
+    return {
+      kind: "channel",
+      channelId: origin.conversation.id,
+      ...(replyToMessageId === undefined ? {} : { replyToMessageId }),
+    };
   }
   const parts = parseSessionKey(message.sessionKey);
   if (parts.channel !== "discord" || parts.account !== account) {
@@ -35,6 +48,76 @@ export function resolveTarget(message: OutboundMessage, account: string): Discor
 /** Converts Markdown for Discord and splits it into messages of at most 2000 characters. */
 export function toDiscordChunks(markdown: string): string[] {
   return splitMessage(toDiscordMarkdown(markdown), DISCORD_MESSAGE_LIMIT);
+}
+
+/** Discord's limits on message components (API v10). */
+const BUTTON_LIMITS = { customId: 100, label: 80, perRow: 5, rows: 5 } as const;
+
+const BUTTON_STYLES: Readonly<
+  Record<NonNullable<MessageButton["style"]>, APIButtonComponentWithCustomId["style"]>
+> = {
+  primary: ButtonStyle.Primary,
+  secondary: ButtonStyle.Secondary,
+  danger: ButtonStyle.Danger,
+};
+
+/** Action rows of buttons for a message, and the buttons that could not be shown (and why). */
+export interface DiscordButtonRows {
+  readonly rows: APIActionRowComponent<APIButtonComponentWithCustomId>[];
+  readonly dropped: readonly { readonly label: string; readonly reason: string }[];
+}
+
+/**
+ * Turns buttons into action rows of Discord buttons, five to a row. Each button's `custom_id` is
+ * {@link BUTTON_CUSTOM_ID_PREFIX} + its reply, so a press carries the reply back without the adapter remembering
+ * anything. A button Discord would refuse (reply empty or too long for the 100-character `custom_id`, the same
+ * reply twice, more than 25 buttons) is left out rather than failing the message: the text says what to type.
+ */
+export function toDiscordButtonRows(buttons: readonly MessageButton[]): DiscordButtonRows {
+  const dropped: { label: string; reason: string }[] = [];
+  const kept: APIButtonComponentWithCustomId[] = [];
+  const seen = new Set<string>();
+  const maxButtons = BUTTON_LIMITS.perRow * BUTTON_LIMITS.rows;
+  for (const button of buttons) {
+    const customId = `${BUTTON_CUSTOM_ID_PREFIX}${button.reply}`;
+    const reason =
+      button.reply.trim() === ""
+        ? "its reply is empty"
+        : customId.length > BUTTON_LIMITS.customId
+          ? `its reply is longer than ${BUTTON_LIMITS.customId - BUTTON_CUSTOM_ID_PREFIX.length} characters`
+          : seen.has(customId)
+            ? "another button has the same reply"
+            : kept.length >= maxButtons
+              ? `a message holds at most ${maxButtons} buttons`
+              : undefined;
+    if (reason !== undefined) {
+      dropped.push({ label: button.label, reason });
+      continue;
+    }
+    seen.add(customId);
+    const label = truncate(button.label.trim() === "" ? button.reply : button.label, BUTTON_LIMITS.label);
+    kept.push({
+      type: ComponentType.Button,
+      style: BUTTON_STYLES[button.style ?? "secondary"],
+      label,
+      custom_id: customId,
+    });
+  }
+  const rows: DiscordButtonRows["rows"] = [];
+  for (let start = 0; start < kept.length; start += BUTTON_LIMITS.perRow) {
+    rows.push({ type: ComponentType.ActionRow, components: kept.slice(start, start + BUTTON_LIMITS.perRow) });
+  }
+  return { rows, dropped };
+}
+
+/** At most `max` UTF-16 units (never more characters than Discord counts), without splitting a surrogate pair. */
+function truncate(text: string, max: number): string {
+  let out = "";
+  for (const character of text) {
+    if (out.length + character.length > max) break;
+    out += character;
+  }
+  return out;
 }
 
 /**

@@ -67,6 +67,8 @@ describe("receiving", () => {
     const event = fake.dispatchMessage({ where: "channel", content: "what is the plan?", mention: "user" });
     const message = await harness.received((candidate) => candidate.id === event.d.id);
     expect(message).toMatchObject({ mentioned: true, text: "what is the plan?" });
+    // `raw` is the payload as Discord sent it, untouched by what discord.js does with it afterwards.
+    expect(message.raw).toEqual(event.d);
     await adapter.send({ sessionKey: message.sessionKey, text: "The plan is simple.", inReplyTo: message });
     const [reply] = fake.sent();
     expect(reply).toMatchObject({

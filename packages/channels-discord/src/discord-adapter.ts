@@ -7,17 +7,24 @@ import {
   type TypingIndicatorAdapter,
 } from "@almanac/core";
 import { type Client, Events, GatewayDispatchEvents, RESTEvents, Routes } from "discord.js";
-import { z } from "zod";
+import { acknowledgePress } from "./acknowledge-press.js";
 import { ConnectionStatus, type FatalClose, fatalClose } from "./connection-status.js";
-import { isNoise, parseMessageCreate, toInboundMessage } from "./convert-inbound.js";
-import { resolveTarget, toDiscordChunks } from "./convert-outbound.js";
+import { isNoise, parseMessageCreate, toInboundMessage, toInboundPress } from "./convert-inbound.js";
+import {
+  type DiscordButtonRows,
+  resolveTarget,
+  toDiscordButtonRows,
+  toDiscordChunks,
+} from "./convert-outbound.js";
 import {
   botRoleIds,
   createDiscordClient,
   fatalLoginError,
   locateChannel,
+  openDmChannel,
   waitForClientReady,
 } from "./discord-client.js";
+import { type DiscordButtonPress, parseInteraction } from "./discord-interaction-schema.js";
 import { discordUserError, toDiscordApiError } from "./errors.js";
 import type { DiscordAdapterOptions, DiscordAdapterSettings } from "./types.js";
 import { startTypingLoop } from "./typing-loop.js";
@@ -25,13 +32,13 @@ import { startTypingLoop } from "./typing-loop.js";
 const MAX_RETRY_DELAY_MS = 5 * 60_000;
 /** Replies may ping users (and the replied-to author) but never @everyone, @here or roles. */
 const ALLOWED_MENTIONS = { parse: ["users"], replied_user: true } as const;
-const dmChannelSchema = z.object({ id: z.string().regex(/^\d+$/) });
 
 /**
  * Discord over the gateway with discord.js: normalizes MESSAGE_CREATE into {@link InboundMessage}s,
- * answers in the same channel/thread/DM (split at 2000 characters), shows "typing…", reports status,
- * and relies on discord.js to resume or re-identify after drops. Policy (dedup, allowlists, mention
- * gating) is the server gate's job; this adapter only drops its own, other bots' and system messages.
+ * answers in the same channel/thread/DM (split at 2000 characters, buttons under the last part), turns presses
+ * of its buttons (INTERACTION_CREATE) into inbound messages, shows "typing…", reports status, and relies on
+ * discord.js to resume or re-identify after drops. Policy (dedup, allowlists, mention gating) is the server
+ * gate's job; this adapter only drops its own, other bots' and system messages.
  */
 export class DiscordAdapter implements TypingIndicatorAdapter {
   /** Channel name in session keys. */
@@ -57,6 +64,8 @@ export class DiscordAdapter implements TypingIndicatorAdapter {
   #abortLogin: (() => void) | undefined;
   /** Inbound messages are normalized one after another, so they reach the server in gateway order. */
   #inbound: Promise<void> = Promise.resolve();
+  /** Button-press acknowledgements on their way to Discord (`stop` lets them finish). */
+  readonly #acknowledgements = new Set<Promise<void>>();
 
   /** `settings` come validated from the configuration schema (`discordChannel.settings`). */
   constructor(settings: DiscordAdapterSettings, options: DiscordAdapterOptions = {}) {
@@ -87,21 +96,29 @@ export class DiscordAdapter implements TypingIndicatorAdapter {
     await this.#connect();
   }
 
-  /** Posts `message.text` (converted, split at 2000 characters); the first part replies to `inReplyTo`. */
+  /**
+   * Posts `message.text` (converted, split at 2000 characters); the first part replies to `inReplyTo`, and
+   * `message.buttons` go under the last part (a press comes back as an inbound message with the button's reply).
+   */
   async send(message: OutboundMessage): Promise<void> {
     const client = this.#requireClient();
     const target = resolveTarget(message, this.account);
     const channelId =
       target.kind === "channel" ? target.channelId : await this.#openDm(client, target.userId);
     const chunks = toDiscordChunks(message.text);
+    const components = this.#buttonRows(message.buttons);
+    // Buttons without text still make a message (Discord accepts components alone).
+    if (chunks.length === 0 && components.length > 0) chunks.push("");
     for (const [index, content] of chunks.entries()) {
       const replyTo = index === 0 && target.kind === "channel" ? target.replyToMessageId : undefined;
+      const last = index === chunks.length - 1;
       const body = {
         content,
         allowed_mentions: ALLOWED_MENTIONS,
         ...(replyTo === undefined
           ? {}
           : { message_reference: { message_id: replyTo, channel_id: channelId, fail_if_not_exists: false } }),
+        ...(last && components.length > 0 ? { components } : {}),
       };
       try {
         await client.rest.post(Routes.channelMessages(channelId), { body });
@@ -153,6 +170,7 @@ export class DiscordAdapter implements TypingIndicatorAdapter {
     clearTimeout(this.#retryTimer);
     this.#retryTimer = undefined;
     await Promise.all([...this.#typingStops].map((stop) => stop()));
+    await Promise.allSettled([...this.#acknowledgements]);
     const client = this.#client;
     this.#client = undefined;
     this.#status.set("disabled", "stopped");
@@ -219,12 +237,33 @@ export class DiscordAdapter implements TypingIndicatorAdapter {
       this.#status.set("ready", detail);
       this.#status.touch();
     };
+    // Raw dispatch listeners run before discord.js builds its structures, which add circular references to
+    // the payload objects; a copy taken now stays the payload Discord sent (it becomes `InboundMessage.raw`).
     client.ws.on(GatewayDispatchEvents.MessageCreate, (data: unknown) => {
       if (!current()) return;
       const receivedAt = this.#status.touch();
+      const payload = structuredClone(data);
       this.#inbound = this.#inbound
-        .then(() => this.#deliver(client, data, receivedAt))
+        .then(() => this.#deliver(client, payload, receivedAt))
         .catch((error: unknown) => this.#logger.error({ error: String(error) }, "discord message dropped"));
+    });
+    // Interactions reach a gateway bot whatever its intents: no intent is needed for button presses.
+    client.ws.on(GatewayDispatchEvents.InteractionCreate, (data: unknown) => {
+      if (!current()) return;
+      const parsed = parseInteraction(structuredClone(data));
+      if (parsed.kind === "ignored") return;
+      if (parsed.kind === "invalid") {
+        this.#logger.warn({ error: parsed.error }, "discord button press payload not understood; dropped");
+        return;
+      }
+      const receivedAt = this.#status.touch();
+      // Discord waits 3 s for the acknowledgement: it goes out at once, not behind queued messages.
+      this.#acknowledge(client, parsed.press);
+      this.#inbound = this.#inbound
+        .then(() => this.#deliverPress(client, parsed.press, parsed.raw, receivedAt))
+        .catch((error: unknown) =>
+          this.#logger.error({ error: String(error) }, "discord button press dropped"),
+        );
     });
     client.on(Events.ClientReady, (readyClient) => {
       this.#logger.info(
@@ -296,6 +335,24 @@ export class DiscordAdapter implements TypingIndicatorAdapter {
     });
     if (inbound === undefined || !this.#running) return;
     if (location.kind === "dm") this.#dmChannels.set(message.author.id, message.channel_id);
+    this.#emit(inbound);
+  }
+
+  /** A press of one of the adapter's buttons, handed on as the message its reply stands for. */
+  async #deliverPress(
+    client: Client,
+    press: DiscordButtonPress,
+    raw: unknown,
+    receivedAt: number,
+  ): Promise<void> {
+    const location = await locateChannel(client, press.channelId, press.guildId);
+    const inbound = toInboundPress(press, raw, { account: this.account, location, receivedAt });
+    if (!this.#running) return;
+    if (location.kind === "dm") this.#dmChannels.set(press.presser.id, press.channelId);
+    this.#emit(inbound);
+  }
+
+  #emit(inbound: InboundMessage): void {
     try {
       this.#onMessage?.(inbound);
     } catch (error) {
@@ -303,25 +360,35 @@ export class DiscordAdapter implements TypingIndicatorAdapter {
     }
   }
 
+  /** Acknowledges a press; a failure is logged (the presser sees "This interaction failed"), never thrown. */
+  #acknowledge(client: Client, press: DiscordButtonPress): void {
+    const acknowledgement = acknowledgePress(client, press).catch((error: unknown) => {
+      const failure = toDiscordApiError("discord.send_failed", "Acknowledging a button press", error);
+      this.#logger.warn(
+        { error: failure.message, interactionId: press.id },
+        "discord button press not acknowledged",
+      );
+    });
+    this.#acknowledgements.add(acknowledgement);
+    void acknowledgement.finally(() => this.#acknowledgements.delete(acknowledgement));
+  }
+
+  /** Action rows for `buttons`; buttons Discord would refuse are left out with a warning. */
+  #buttonRows(buttons: OutboundMessage["buttons"]): DiscordButtonRows["rows"] {
+    if (buttons === undefined || buttons.length === 0) return [];
+    const { rows, dropped } = toDiscordButtonRows(buttons);
+    for (const { label, reason } of dropped) {
+      this.#logger.warn({ label, reason }, "discord button left out of the message");
+    }
+    return rows;
+  }
+
   async #openDm(client: Client, userId: string): Promise<string> {
     const known = this.#dmChannels.get(userId);
     if (known !== undefined) return known;
-    let answer: unknown;
-    try {
-      answer = await client.rest.post(Routes.userChannels(), { body: { recipient_id: userId } });
-    } catch (error) {
-      throw toDiscordApiError("discord.send_failed", `Opening a DM with Discord user ${userId}`, error);
-    }
-    const parsed = dmChannelSchema.safeParse(answer);
-    if (!parsed.success) {
-      throw toDiscordApiError(
-        "discord.send_failed",
-        "Opening a DM",
-        new Error("Discord answered without an id"),
-      );
-    }
-    this.#dmChannels.set(userId, parsed.data.id);
-    return parsed.data.id;
+    const channelId = await openDmChannel(client, userId);
+    this.#dmChannels.set(userId, channelId);
+    return channelId;
   }
 
   #requireClient(): Client {

@@ -8,8 +8,11 @@ import {
   GatewayIntentBits,
   Options,
   Partials,
+  Routes,
 } from "discord.js";
+import { z } from "zod";
 import type { FatalClose } from "./connection-status.js";
+import { toDiscordApiError } from "./errors.js";
 import type { DiscordLocation } from "./types.js";
 
 /**
@@ -97,4 +100,28 @@ export function botRoleIds(
   const roles = client.guilds.cache.get(guildId)?.roles.cache;
   if (roles === undefined) return new Set();
   return new Set(roles.filter((role) => role.tags?.botId === botUserId).map((role) => role.id));
+}
+
+const dmChannelSchema = z.object({ id: z.string().regex(/^\d+$/) });
+
+/**
+ * Opens (or finds) the DM channel with a user and returns its id.
+ * @throws DiscordApiError `discord.send_failed` when Discord refuses or answers without an id.
+ */
+export async function openDmChannel(client: Client, userId: string): Promise<string> {
+  let answer: unknown;
+  try {
+    answer = await client.rest.post(Routes.userChannels(), { body: { recipient_id: userId } });
+  } catch (error) {
+    throw toDiscordApiError("discord.send_failed", `Opening a DM with Discord user ${userId}`, error);
+  }
+  const parsed = dmChannelSchema.safeParse(answer);
+  if (!parsed.success) {
+    throw toDiscordApiError(
+      "discord.send_failed",
+      "Opening a DM",
+      new Error("Discord answered without an id"),
+    );
+  }
+  return parsed.data.id;
 }

@@ -1,8 +1,10 @@
 import { z } from "zod";
 
-const snowflake = z.string().regex(/^\d+$/, "a Discord snowflake id");
+/** A Discord id: a decimal snowflake, as the API sends it (a string). */
+export const snowflake = z.string().regex(/^\d+$/, "a Discord snowflake id");
 
-const userSchema = z.object({
+/** The fields of a Discord user object the adapter reads. */
+export const userSchema = z.object({
   id: snowflake,
   username: z.string(),
   global_name: z.string().nullish(),
@@ -10,7 +12,8 @@ const userSchema = z.object({
   system: z.boolean().optional(),
 });
 
-const memberSchema = z.object({ nick: z.string().nullish() });
+/** The fields of a guild member object the adapter reads. */
+export const memberSchema = z.object({ nick: z.string().nullish() });
 
 const attachmentSchema = z.object({
   id: snowflake,

@@ -1,9 +1,12 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parseJsonBody, readBody, sendJson } from "../http-io.js";
+import type { FakeRestReply } from "./fake-discord-interactions.js";
 import {
   createDmBodySchema,
   createMessageBodySchema,
+  type FakeActionRow,
   invalidFormBody,
+  invalidFormBodyFrom,
   MAX_CONTENT_LENGTH,
 } from "./fake-discord-schemas.js";
 import {
@@ -37,6 +40,8 @@ export interface FakeSentMessage {
     readonly fail_if_not_exists?: boolean;
   };
   readonly allowedMentions?: unknown;
+  /** The action rows of buttons the bot put under the message, as sent. */
+  readonly components?: readonly FakeActionRow[];
   /** The full message object the fake answered with (and dispatched as MESSAGE_CREATE). */
   readonly message: Record<string, unknown>;
   readonly at: number;
@@ -67,6 +72,13 @@ export interface FakeRestDependencies {
   readonly nextId: () => string;
   /** Called after the fake accepted a message from the bot (stores it and echoes MESSAGE_CREATE). */
   readonly created: (message: Record<string, unknown>) => void;
+  /** Answers `POST /interactions/:id/:token/callback` (authenticated by the interaction token, not the bot's). */
+  readonly interactionCallback: (
+    id: string,
+    token: string,
+    body: unknown,
+    withResponse: boolean,
+  ) => FakeRestReply;
 }
 
 /** The REST half of the fake, under `/api/v10`. */
@@ -81,6 +93,9 @@ export interface FakeRest {
   typing(): readonly FakeTypingCall[];
   rateLimits(): readonly FakeRateLimitHit[];
 }
+
+/** `POST /interactions/:id/:token/callback`. */
+const INTERACTION_CALLBACK = /^\/interactions\/(\d+)\/([^/]+)\/callback$/;
 
 interface Trap {
   readonly matches: (method: string, path: string) => boolean;
@@ -105,7 +120,10 @@ export function compileRoute(route: string): (method: string, path: string) => b
   return (requestMethod, path) => (method === undefined || method === requestMethod) && regex.test(path);
 }
 
-/** Creates the REST handler: gateway info, users, channels, messages (with Discord's 2000-char rule), typing. */
+/**
+ * Creates the REST handler: gateway info, users, channels, messages (with Discord's 2000-char rule and component
+ * checks), typing, and interaction callbacks.
+ */
 export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
   const { world } = dependencies;
   const requestRecords: RecordedRestRequest[] = [];
@@ -114,7 +132,7 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
   const rateLimitRecords: FakeRateLimitHit[] = [];
   const traps: Trap[] = [];
 
-  type Reply = { status: number; body?: unknown };
+  type Reply = FakeRestReply;
   const notFound = (what: string, code: number): Reply => ({
     status: 404,
     body: { message: `Unknown ${what}`, code },
@@ -125,16 +143,16 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
     if (channel === undefined) return notFound("Channel", 10003);
     const parsed = createMessageBodySchema.safeParse(body);
     if (!parsed.success) {
-      return { status: 400, body: invalidFormBody("_errors", "INVALID_FORM_BODY", parsed.error.message) };
+      return { status: 400, body: invalidFormBodyFrom(parsed.error) };
     }
-    const { content = "", message_reference: reference, embeds = [] } = parsed.data;
+    const { content = "", message_reference: reference, embeds = [], components = [] } = parsed.data;
     if (content.length > MAX_CONTENT_LENGTH) {
       return {
         status: 400,
         body: invalidFormBody("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length."),
       };
     }
-    if (content.trim() === "" && embeds.length === 0) {
+    if (content.trim() === "" && embeds.length === 0 && components.length === 0) {
       return { status: 400, body: { message: "Cannot send an empty message", code: 50006 } };
     }
     let replyTo: Record<string, unknown> | undefined;
@@ -166,6 +184,7 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
       content,
       ...(replyTo === undefined ? {} : { replyTo }),
       ...(parsed.data.nonce === undefined ? {} : { nonce: parsed.data.nonce }),
+      components,
     });
     sentRecords.push({
       id: String(message.id),
@@ -175,6 +194,7 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
       ...(parsed.data.allowed_mentions === undefined
         ? {}
         : { allowedMentions: parsed.data.allowed_mentions }),
+      ...(parsed.data.components === undefined ? {} : { components: parsed.data.components }),
       message,
       at: Date.now(),
     });
@@ -182,7 +202,7 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
     return { status: 200, body: message };
   }
 
-  function route(method: string, path: string, body: unknown): Reply {
+  function route(method: string, path: string, body: unknown, query: URLSearchParams): Reply {
     if (method === "GET" && path === "/gateway/bot") {
       return {
         status: 200,
@@ -227,6 +247,11 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
         return { status: 204 };
       }
     }
+    const interaction = INTERACTION_CALLBACK.exec(path);
+    if (interaction && method === "POST") {
+      const [, id = "", token = ""] = interaction;
+      return dependencies.interactionCallback(id, token, body, query.get("with_response") === "true");
+    }
     return { status: 404, body: { message: "404: Not Found", code: 0 } };
   }
 
@@ -242,7 +267,9 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
       sendJson(response, 404, { message: "404: Not Found", code: 0 });
       return;
     }
-    if (request.headers.authorization !== `Bot ${dependencies.token()}`) {
+    // Interaction callbacks carry the interaction token in the path instead of the bot token.
+    const needsBotToken = !INTERACTION_CALLBACK.test(path);
+    if (needsBotToken && request.headers.authorization !== `Bot ${dependencies.token()}`) {
       record(401);
       sendJson(response, 401, { message: "401: Unauthorized", code: 0 });
       return;
@@ -255,7 +282,7 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
       record(response.statusCode);
       return;
     }
-    const reply = route(method, path, body);
+    const reply = route(method, path, body, url.searchParams);
     record(reply.status);
     if (reply.body === undefined) {
       response.writeHead(reply.status);

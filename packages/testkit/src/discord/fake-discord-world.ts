@@ -1,3 +1,5 @@
+import type { FakeActionRow } from "./fake-discord-schemas.js";
+
 /**
  * The fixed little world the fake Discord serves: one guild with a text channel, a thread under it,
  * the bot's managed role, a human user with an open DM, and a second bot. Payload builders produce
@@ -234,6 +236,8 @@ export interface MessageFields {
   readonly nonce?: string | number;
   /** Message flags; IS_VOICE_MESSAGE is 1 << 13. Default 0. */
   readonly flags?: number;
+  /** Action rows of buttons under the message (a bot's message only). */
+  readonly components?: readonly FakeActionRow[];
 }
 
 /** A full Discord message object, as REST returns it and MESSAGE_CREATE carries it. */
@@ -260,7 +264,7 @@ export function messagePayload(fields: MessageFields): Record<string, unknown> {
     pinned: false,
     type: reference === undefined ? 0 : 19,
     flags: fields.flags ?? 0,
-    components: [],
+    components: withComponentIds(fields.components ?? []),
     ...(fields.nonce === undefined ? {} : { nonce: fields.nonce }),
     ...(reference === undefined
       ? {}
@@ -274,4 +278,21 @@ export function messagePayload(fields: MessageFields): Record<string, unknown> {
           referenced_message: reference,
         }),
   };
+}
+
+/** Components as Discord stores them: every row and button numbered in order (`id`), starting at 1. */
+export function withComponentIds(rows: readonly FakeActionRow[]): FakeActionRow[] {
+  let next = 0;
+  return rows.map((row) => {
+    next += 1;
+    const rowId = row.id ?? next;
+    return {
+      ...row,
+      id: rowId,
+      components: row.components.map((button) => {
+        next += 1;
+        return { ...button, id: button.id ?? next };
+      }),
+    };
+  });
 }

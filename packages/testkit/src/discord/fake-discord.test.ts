@@ -191,3 +191,145 @@ describe("fake Discord gateway", () => {
     expect(echo.d).toMatchObject({ content: "mine", author: { id: fake.world.ids.bot, bot: true } });
   });
 });
+
+describe("fake Discord buttons and interactions", () => {
+  const approve = { type: 2, style: 1, label: "Approve", custom_id: "almanac:approve K7QD" };
+  const deny = { type: 2, style: 4, label: "Deny", custom_id: "almanac:deny K7QD" };
+  const callback = (id: string, token: string, body: unknown, query = "") =>
+    fetch(`${fake.apiUrl}/v10/interactions/${id}/${token}/callback${query}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+
+  async function postButtons(channelId: string): Promise<Record<string, unknown>> {
+    const response = await post(`/channels/${channelId}/messages`, {
+      content: "Approve?",
+      components: [{ type: 1, components: [approve, deny] }],
+    });
+    expect(response.status).toBe(200);
+    return (await response.json()) as Record<string, unknown>;
+  }
+
+  it("records the buttons of a posted message and numbers its components like Discord", async () => {
+    const message = await postButtons(fake.world.ids.channel);
+    expect(fake.sent()[0]?.components).toEqual([{ type: 1, components: [approve, deny] }]);
+    expect(message.components).toEqual([
+      {
+        type: 1,
+        id: 1,
+        components: [
+          { ...approve, id: 2 },
+          { ...deny, id: 3 },
+        ],
+      },
+    ]);
+  });
+
+  it("refuses what Discord refuses: a custom_id over 100, six in a row, a duplicate id, no custom_id", async () => {
+    const channel = fake.world.ids.channel;
+    const send = (components: unknown) => post(`/channels/${channel}/messages`, { content: "x", components });
+    const tooLong = await send([{ type: 1, components: [{ ...approve, custom_id: "a".repeat(101) }] }]);
+    expect(tooLong.status).toBe(400);
+    expect(await tooLong.json()).toMatchObject({
+      code: 50035,
+      errors: {
+        components: {
+          0: { components: { 0: { custom_id: { _errors: [{ code: "BASE_TYPE_BAD_LENGTH" }] } } } },
+        },
+      },
+    });
+    const six = Array.from({ length: 6 }, (_, index) => ({ ...approve, custom_id: `b${index}` }));
+    expect((await send([{ type: 1, components: six }])).status).toBe(400);
+    expect(
+      (await send([{ type: 1, components: [approve, { ...deny, custom_id: approve.custom_id }] }])).status,
+    ).toBe(400);
+    expect((await send([{ type: 1, components: [{ type: 2, style: 1, label: "x" }] }])).status).toBe(400);
+    expect(fake.sent()).toEqual([]);
+    const buttonsOnly = await post(`/channels/${channel}/messages`, {
+      content: "",
+      components: [{ type: 1, components: [approve] }],
+    });
+    expect(buttonsOnly.status).toBe(200);
+  });
+
+  it("dispatches a press over the gateway as INTERACTION_CREATE, shaped as in a guild", async () => {
+    const client = await connect();
+    client.send(identify());
+    await client.frame((frame) => frame.t === "GUILD_CREATE");
+    const message = await postButtons(fake.world.ids.channel);
+    const stranger = { id: "1600000000000000099", username: "mallory" };
+    fake.pressButton({ message, label: "Deny", author: stranger });
+    const frame = await client.frame((candidate) => candidate.t === "INTERACTION_CREATE");
+    expect(frame.d).toMatchObject({
+      type: 3,
+      application_id: fake.world.ids.application,
+      token: expect.any(String),
+      version: 1,
+      data: { custom_id: deny.custom_id, component_type: 2, id: 3 },
+      channel_id: fake.world.ids.channel,
+      channel: { id: fake.world.ids.channel, type: 0 },
+      guild_id: fake.world.ids.guild,
+      member: { user: { id: stranger.id, username: "mallory" }, permissions: expect.any(String) },
+      message: { id: message.id, components: message.components },
+      entitlements: [],
+      context: 0,
+    });
+    expect(frame.d).not.toHaveProperty("user");
+  });
+
+  it("lets only the person a DM is with press its buttons, and names them as `user`", async () => {
+    const response = await post(`/channels/${fake.world.ids.dmChannel}/messages`, {
+      content: "Approve?",
+      components: [{ type: 1, components: [approve] }],
+    });
+    const message = (await response.json()) as Record<string, unknown>;
+    expect(() =>
+      fake.pressButton({ message, label: "Approve", author: { id: "1600000000000000099", username: "m" } }),
+    ).toThrow(/cannot see the DM/);
+    const event = fake.pressButton({ message, label: "Approve" });
+    expect(event.d).toMatchObject({ user: { id: fake.world.user.id }, context: 1 });
+    expect(event.d).not.toHaveProperty("member");
+    expect(() => fake.pressButton({ message, label: "Nope" })).toThrow(/no button Nope/);
+  });
+
+  it("acknowledges once with the interaction token (no bot token), and UPDATE_MESSAGE edits the message", async () => {
+    const client = await connect();
+    client.send(identify());
+    await client.frame((frame) => frame.t === "GUILD_CREATE");
+    const message = await postButtons(fake.world.ids.channel);
+    const { d } = fake.pressButton({ message, label: "Approve" });
+    const id = String(d.id);
+    const token = String(d.token);
+    expect((await callback(id, "wrong-token", { type: 6 })).status).toBe(401);
+    expect((await callback(id, token, { type: 1 })).status).toBe(400);
+    const accepted = await callback(id, token, { type: 7, data: { components: [] } });
+    expect(accepted.status).toBe(204);
+    const again = await callback(id, token, { type: 6 });
+    expect(again.status).toBe(400);
+    expect(await again.json()).toEqual({
+      message: "Interaction has already been acknowledged.",
+      code: 40060,
+    });
+    expect(fake.interactionCallbacks()).toMatchObject([
+      { interactionId: id, type: 7, data: { components: [] } },
+    ]);
+    expect(fake.message(String(message.id))).toMatchObject({ content: "Approve?", components: [] });
+    const update = await client.frame((frame) => frame.t === "MESSAGE_UPDATE");
+    expect(update.d).toMatchObject({ id: message.id, components: [], edited_timestamp: expect.any(String) });
+    expect(() => fake.pressButton({ message, label: "Approve" })).toThrow(/no button/);
+  });
+
+  it("answers Unknown interaction once Discord's 3-second window has passed", async () => {
+    await fake.close();
+    let now = 1_700_000_000_000;
+    fake = await startFakeDiscord({ clock: () => now });
+    const message = await postButtons(fake.world.ids.channel);
+    const { d } = fake.pressButton({ message, label: "Approve" });
+    now += 3001;
+    const late = await callback(String(d.id), String(d.token), { type: 6 }, "?with_response=false");
+    expect(late.status).toBe(404);
+    expect(await late.json()).toEqual({ message: "Unknown interaction", code: 10062 });
+    expect(fake.interactionCallbacks()).toEqual([]);
+  });
+});

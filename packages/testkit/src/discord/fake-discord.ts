@@ -4,6 +4,11 @@ import { WebSocketServer } from "ws";
 import { sendJson } from "../http-io.js";
 import { createFakeGateway, type RecordedIdentify } from "./fake-discord-gateway.js";
 import {
+  createFakeInteractions,
+  type FakeInteractionCallback,
+  type FakePressInput,
+} from "./fake-discord-interactions.js";
+import {
   createFakeRest,
   type FakeRateLimitHit,
   type FakeSentMessage,
@@ -32,6 +37,10 @@ export interface FakeDiscordOptions {
   readonly privilegedIntents?: boolean;
   /** Dispatch MESSAGE_CREATE for the bot's own posts too, as Discord does; default true. */
   readonly echoOwnMessages?: boolean;
+  /** How long after a press its interaction can be acknowledged; default 3000 ms, as on Discord. */
+  readonly acknowledgeWithinMs?: number;
+  /** Milliseconds since the epoch, for the acknowledgement deadline; default `Date.now`. */
+  readonly clock?: () => number;
 }
 
 /** Discord's message flag IS_VOICE_MESSAGE. */
@@ -88,6 +97,17 @@ export interface FakeDiscord {
   redeliver(event: FakeGatewayEvent): void;
   /** Sends any dispatch event. */
   dispatch(t: string, d: Record<string, unknown>): FakeGatewayEvent;
+  /**
+   * Presses a button of one of the bot's messages as a user would (default the world's human user): dispatches
+   * INTERACTION_CREATE (type 3, MESSAGE_COMPONENT) with the message as it is now, and returns the event.
+   * @throws when that user could not press it: no such button (any more), a disabled or link button, a DM of
+   * someone else.
+   */
+  pressButton(input: FakePressInput): FakeGatewayEvent;
+  /** Every interaction callback the fake accepted (acknowledgements of presses). */
+  interactionCallbacks(): readonly FakeInteractionCallback[];
+  /** A message as it is now (after edits such as UPDATE_MESSAGE), by id. */
+  message(id: string): Record<string, unknown> | undefined;
   /**
    * Closes the bot's connections with `code` (default 4000: the client resumes). 1000 makes it identify
    * anew; 1006 cuts the socket without a close frame.
@@ -165,6 +185,19 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     return event;
   };
 
+  const interactions = createFakeInteractions({
+    world,
+    channel: (id) => channels.get(id),
+    message: (id) => messages.get(id),
+    nextId,
+    updated(message) {
+      messages.set(String(message.id), message);
+      setImmediate(() => dispatch("MESSAGE_UPDATE", message));
+    },
+    acknowledgeWithinMs: options.acknowledgeWithinMs ?? 3000,
+    clock: options.clock ?? Date.now,
+  });
+
   const rest = createFakeRest({
     world,
     token: () => token,
@@ -177,6 +210,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       messages.set(String(message.id), message);
       if (echo) setImmediate(() => dispatch("MESSAGE_CREATE", message));
     },
+    interactionCallback: interactions.callback,
   });
 
   const server = createServer((request, response) => {
@@ -251,6 +285,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       dispatch(event.t, event.d);
     },
     dispatch,
+    pressButton: (input) => dispatch("INTERACTION_CREATE", interactions.press(input)),
+    interactionCallbacks: () => interactions.callbacks(),
+    message: (id) => messages.get(id),
     dropConnection(code = 4000) {
       gateway.drop(code);
     },

@@ -7,13 +7,19 @@ export {
   startFakeDiscord,
 } from "./fake-discord.js";
 export { GatewayClose, type RecordedIdentify } from "./fake-discord-gateway.js";
+export type { FakeInteractionCallback, FakePressInput } from "./fake-discord-interactions.js";
 export type {
   FakeRateLimitHit,
   FakeSentMessage,
   FakeTypingCall,
   RecordedRestRequest,
 } from "./fake-discord-rest.js";
-export { MAX_CONTENT_LENGTH, MESSAGE_CONTENT_INTENT } from "./fake-discord-schemas.js";
+export {
+  type FakeActionRow,
+  type FakeButton,
+  MAX_CONTENT_LENGTH,
+  MESSAGE_CONTENT_INTENT,
+} from "./fake-discord-schemas.js";
 export {
   FAKE_DISCORD_TOKEN,
   type FakeDiscordIds,
