@@ -130,7 +130,7 @@ export function approvalPath(id: string): string {
 
 /** Answers a waiting tool call; resolves with the settled record (untrusted JSON), rejects with an `ApiError`. */
 export function decideApproval(id: string, decision: "approve" | "deny"): Promise<unknown> {
-  return api(approvalPath(id), { method: "POST", body: { decision } });
+  return api(approvalPath(id), { method: "POST", body: { decision, via: "console" } });
 }
 
 /** Separators a memory path must not carry in any spelling: `\` and the percent-encoded `/` and `\`. */

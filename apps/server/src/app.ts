@@ -22,6 +22,7 @@ import { operationsRoutesPlugin } from "./plugins/operations-routes-plugin.js";
 import { sessionsPlugin } from "./plugins/sessions-plugin.js";
 import { statsPlugin } from "./plugins/stats-plugin.js";
 import { summarizerPlugin } from "./plugins/summarizer-plugin.js";
+import { tasksPlugin } from "./plugins/tasks-plugin.js";
 import { telemetryPlugin } from "./plugins/telemetry-plugin.js";
 import { toolsPlugin } from "./plugins/tools-plugin.js";
 import { createStorageHealth } from "./storage-health.js";
@@ -49,6 +50,7 @@ export const ALMANAC_PLUGINS = [
   memoryPlugin,
   summarizerPlugin,
   statsPlugin,
+  tasksPlugin,
   toolsPlugin,
   sessionsPlugin,
   channelsPlugin,

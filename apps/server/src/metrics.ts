@@ -24,6 +24,7 @@ export interface ServerMetrics {
   readonly compactions: MetricCounter<"trigger">;
   readonly toolCalls: MetricCounter<"tool" | "source" | "outcome">;
   readonly toolDuration: MetricHistogram<"source">;
+  readonly taskFirings: MetricCounter<"state" | "late">;
   /** Loads prom-client and starts Node's default collectors (event loop lag, GC), when not yet done. */
   start(): void;
   /** The exposition text of every metric, with its content type (`GET /metrics`). */
@@ -59,6 +60,7 @@ export function createMetrics(sample: MetricSamples): ServerMetrics {
     compactions: { inc: (labels, value) => loaded().compactions.inc(labels, value) },
     toolCalls: { inc: (labels, value) => loaded().toolCalls.inc(labels, value) },
     toolDuration: { observe: (labels, value) => loaded().toolDuration.observe(labels, value) },
+    taskFirings: { inc: (labels, value) => loaded().taskFirings.inc(labels, value) },
     start: () => {
       loaded();
     },
@@ -158,6 +160,12 @@ function createPrometheusMetrics(
       name: "almanac_tool_calls_total",
       help: "Tool calls run for the model, by tool, source (memory, workspace, web, mcp) and outcome (ok, error).",
       labelNames: ["tool", "source", "outcome"],
+      registers: [registry],
+    }),
+    taskFirings: new Counter({
+      name: "almanac_task_firings_total",
+      help: "Scheduled task firings entering each state (claimed, answered, delivering, delivered, silent, failed, missed, uncertain), and whether late.",
+      labelNames: ["state", "late"],
       registers: [registry],
     }),
     toolDuration: new Histogram({

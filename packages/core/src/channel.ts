@@ -82,6 +82,12 @@ export interface OutboundMessage {
    * pressed it, whose text is the button's `reply`, so it passes the same gate and the same checks as typing it.
    */
   readonly buttons?: readonly MessageButton[];
+  /**
+   * The same key on a repeated send means the same message (a scheduled task's reply sent again after a crash):
+   * an adapter whose platform deduplicates by such a key passes it on and says so with
+   * {@link ChannelAdapter.idempotentSends}; others ignore it.
+   */
+  readonly idempotencyKey?: string;
 }
 
 /** A button under an outbound message (see {@link OutboundMessage.buttons}). */
@@ -114,6 +120,8 @@ export interface ChannelAdapter {
   start(onMessage: (message: InboundMessage) => void): Promise<void>;
   /** Sends a reply (split to the platform's limit, threaded to `inReplyTo` when given). */
   send(message: OutboundMessage): Promise<void>;
+  /** True when sending the same `idempotencyKey` twice posts the message once (the platform deduplicates). */
+  readonly idempotentSends?: boolean;
   status(): ChannelStatus;
   stop(): Promise<void>;
 }

@@ -5,6 +5,8 @@ import {
   type InboundMessage,
   isAlmanacError,
   type Logger,
+  type OutboundMessage,
+  parseSessionKey,
   silentLogger,
 } from "@almanac/core";
 import { textForPeople } from "../errors/error-codes.js";
@@ -34,6 +36,19 @@ export interface ChannelHub {
   statuses(): ChannelStatus[];
   /** Stops the adapters after replies already being sent went out (up to the deadline). */
   stop(deadlineMs: number): Promise<void>;
+  /**
+   * Sends a message to a conversation nobody just wrote in (a scheduled task's reply, a question of the
+   * assistant's), by its session key. False when the conversation is not on a chat app configured here (the
+   * console's and the API's conversations get it through their transcript and the live events).
+   */
+  deliver(message: OutboundMessage): Promise<boolean>;
+  /** True when a send to this conversation may be repeated with the same key without a duplicate. */
+  canRepeatSend(sessionKey: string): boolean;
+}
+
+/** The channel of a session key (its first part). */
+function channelOf(sessionKey: string): string {
+  return parseSessionKey(sessionKey).channel;
 }
 
 /** What the user sees when a turn fails: plain words from the error code registry, no internals (details go to the log). */
@@ -137,6 +152,16 @@ export function createChannelHub(options: ChannelHubOptions): ChannelHub {
           (channel): ChannelStatus => ({ channel, state: "disabled", detail: "not configured" }),
         ),
       ];
+    },
+    async deliver(message) {
+      const adapter = adapters.get(channelOf(message.sessionKey));
+      if (adapter === undefined) return false;
+      await adapter.send(message);
+      return true;
+    },
+    canRepeatSend(sessionKey) {
+      const adapter = adapters.get(channelOf(sessionKey));
+      return adapter === undefined || adapter.idempotentSends === true;
     },
     async stop(deadlineMs) {
       const deadline = new Promise<void>((resolve) => setTimeout(resolve, deadlineMs).unref());

@@ -72,10 +72,10 @@ export function resolveTarget(context: CliContext): ServerTarget {
 export interface AdminClient {
   readonly baseUrl: string;
   /** Sends a request and returns the parsed JSON body of a 2xx answer. */
-  json(method: "GET" | "POST", path: string, body?: unknown): Promise<unknown>;
+  json(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<unknown>;
   /** Sends a request and returns the raw 2xx response (for streams). */
   raw(
-    method: "GET" | "POST",
+    method: "GET" | "POST" | "DELETE",
     path: string,
     body?: unknown,
     headers?: Record<string, string>,

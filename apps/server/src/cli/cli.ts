@@ -9,6 +9,7 @@ Commands:
   doctor                     check configuration, data directory, model, embeddings, channels, server
   sessions list              list the running server's sessions
   tools list                 list the running server's tools and MCP servers
+  tasks [list]               list scheduled tasks; tasks pause|resume|run|delete <id>
   memory search <query>      search the memory files (--max N results, default 10)
   memory reindex             rebuild the memory index and show its progress
   chat [--session ID]        chat with a session in the terminal (default session "cli"); /exit or Ctrl-D quits
@@ -72,6 +73,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       case "sessions": {
         const { sessionsCommand } = await import("./sessions-command.js");
         return await sessionsCommand(context, args);
+      }
+      case "tasks": {
+        const { tasksCommand } = await import("./tasks-command.js");
+        return await tasksCommand(context, args);
       }
       case "tools": {
         const { toolsCommand } = await import("./tools-command.js");

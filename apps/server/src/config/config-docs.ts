@@ -77,6 +77,11 @@ const ENV_SECTIONS: readonly EnvSection[] = [
     prefixes: ["tools.", "mcpServers"],
   },
   {
+    title: "Reminders, tasks and the heartbeat",
+    intro: ["See docs/tasks.md."],
+    prefixes: ["tasks."],
+  },
+  {
     title: "Conversations and compaction",
     intro: [],
     prefixes: ["compaction.", "agent.", "sessions."],

@@ -198,6 +198,31 @@ export const configSchema = z.strictObject({
       }),
     })
     .prefault({}),
+  tasks: z
+    .strictObject({
+      graceMs: setting(positiveInt.default(3_600_000), {
+        env: "ALMANAC_TASKS_GRACE_MS",
+        description:
+          "A reminder missed while the server was down runs once, late, if it is at most this late; older ones are reported in their chat, not run.",
+      }),
+      maxConcurrent: setting(positiveInt.max(64).default(4), {
+        env: "ALMANAC_TASKS_MAX_CONCURRENT",
+        description:
+          "Scheduled tasks run at once (each is a turn of the model; chat turns are not held up by them).",
+      }),
+      heartbeatMinutes: setting(z.number().int().min(0).default(0), {
+        env: "ALMANAC_HEARTBEAT_MINUTES",
+        description:
+          "Every this many minutes the assistant reads HEARTBEAT.md from the workspace and speaks only if something needs attention. 0: off.",
+      }),
+      heartbeatSession: setting(z.string().min(1).optional(), {
+        env: "ALMANAC_HEARTBEAT_SESSION",
+        description:
+          "The owner's conversation the heartbeat runs in and speaks to, as a session key (see GET /api/sessions), e.g. a DM.",
+        example: "discord:default:dm:123456789012345678",
+      }),
+    })
+    .prefault({}),
   mcpServers: setting(mcpServersSchema.default({}), {
     env: "ALMANAC_MCP_SERVERS",
     description:

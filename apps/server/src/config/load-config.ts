@@ -1,11 +1,12 @@
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { isAbsolute, resolve } from "node:path";
-import { UserError } from "@almanac/core";
+import { parseSessionKey, UserError } from "@almanac/core";
 import type { ProxySettings } from "@almanac/llm";
 import { parse as parseDotenv } from "dotenv";
 import type * as Yaml from "yaml";
 import type { z } from "zod";
+import { resolveMemoryScope } from "../memory-scope.js";
 import { type AlmanacConfig, configSchema } from "./config-schema.js";
 import { listSettings, type SettingInfo } from "./settings.js";
 
@@ -315,6 +316,7 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
     throw new ConfigError(problems, { cause: result.error });
   }
   const config = withOutputCap(result.data, sources.get("model.maxOutputTokens"), file);
+  checkHeartbeat(config);
   return {
     config: { ...config, home: isAbsolute(config.home) ? config.home : resolve(options.cwd, config.home) },
     file,
@@ -361,6 +363,31 @@ function mergeMcpConfigFile(input: Record<string, unknown>, cwd: string): string
   }
   setPath(input, "mcpServers", merged);
   return path;
+}
+
+/**
+ * The heartbeat speaks in one of the owner's conversations: a session key that is the owner's (a DM from
+ * ALLOW_FROM, the console, the API), never a group's, which would hear about the owner's private checklist.
+ */
+function checkHeartbeat(config: AlmanacConfig): void {
+  const { heartbeatMinutes, heartbeatSession } = config.tasks;
+  if (heartbeatMinutes === 0) return;
+  const where = `tasks.heartbeatSession (ALMANAC_HEARTBEAT_SESSION)`;
+  if (heartbeatSession === undefined)
+    throw new ConfigError([
+      `${where}: unset, but ALMANAC_HEARTBEAT_MINUTES = ${heartbeatMinutes} turns the heartbeat on; set it to the session key of your own conversation, e.g. discord:default:dm:<your id> or web:default:web:main`,
+    ]);
+  try {
+    parseSessionKey(heartbeatSession);
+  } catch {
+    throw new ConfigError([
+      `${where} = "${heartbeatSession}": not a session key; keys look like discord:default:dm:<id> (see GET /api/sessions)`,
+    ]);
+  }
+  if (resolveMemoryScope(heartbeatSession, config).kind !== "owner")
+    throw new ConfigError([
+      `${where} = "${heartbeatSession}": not one of the owner's conversations (a DM from ALLOW_FROM, the console or the API), so it may not hear the owner's heartbeat`,
+    ]);
 }
 
 /** The output cap when none is set: 4,096 tokens, or an eighth of a smaller window (1,024 at 8K). */

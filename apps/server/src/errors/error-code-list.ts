@@ -127,6 +127,8 @@ export const ERROR_CODE_LIST = [
   "summarizer.step_too_long",
   "summarizer.stopped",
   "summarizer.window_too_small",
+  "task.not_found",
+  "task.schedule_invalid",
   "turn.failed",
   "turn.stopped",
   "turn.timeout",

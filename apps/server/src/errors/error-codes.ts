@@ -39,6 +39,9 @@ export const serverErrorCodes = defineErrorCodes({
   },
   "session.not_found": { category: "user", status: 404 },
   "approval.not_found": { category: "user", status: 404 },
+  "task.not_found": { category: "user", status: 404 },
+  /** A schedule that cannot be used (a past time, a bad cron expression…): the message says what to send. */
+  "task.schedule_invalid": { category: "user", status: 400 },
   /** Answered already, expired, or closed: the body says which. */
   "approval.not_pending": { category: "user", status: 409 },
   "session.busy": {

@@ -1,5 +1,6 @@
 import type { ApprovalRecord } from "@almanac/approvals";
 import type { ChannelStatus } from "@almanac/core";
+import type { FiringRecord, TaskRecord } from "@almanac/tasks";
 
 /** A running turn as the live console shows it. */
 export interface RunningTurn {
@@ -66,7 +67,19 @@ export type ServerEvent =
   | { readonly type: "index-changed"; readonly index: IndexFigures }
   | { readonly type: "channel-changed"; readonly channel: ChannelStatus }
   /** A tool call now waits for the owner, or was answered, expired or closed. */
-  | { readonly type: "approval-changed"; readonly approval: ApprovalRecord };
+  | { readonly type: "approval-changed"; readonly approval: ApprovalRecord }
+  /** A scheduled task was created or changed (paused, fired, cancelled…), or deleted. */
+  | { readonly type: "task-changed"; readonly task: TaskRecord }
+  | { readonly type: "task-deleted"; readonly taskId: string }
+  /** A firing of a task moved on (claimed, answered, delivered, failed…). */
+  | { readonly type: "firing-changed"; readonly firing: FiringRecord; readonly task: TaskRecord | undefined }
+  /** A task's reply was delivered to its conversation (the console shows it in a conversation it has open). */
+  | {
+      readonly type: "task-delivered";
+      readonly taskId: string;
+      readonly sessionKey: string;
+      readonly text: string;
+    };
 
 /** An event with the id the bus gave it (increasing over the server's life). */
 export interface PublishedEvent {

@@ -5,6 +5,7 @@ import { registerLiveRoutes } from "../routes/live-routes.js";
 import { registerMemoryRoutes } from "../routes/memory-routes.js";
 import { registerSetupRoutes } from "../routes/setup-routes.js";
 import { registerStatsRoutes } from "../routes/stats-routes.js";
+import { registerTaskRoutes } from "../routes/task-routes.js";
 import { registerToolRoutes } from "../routes/tool-routes.js";
 import { PLUGIN } from "./plugin-names.js";
 
@@ -18,6 +19,11 @@ export const adminRoutesPlugin = fp(
     registerAdminRoutes(app, sessions, app.serverInfo);
     registerMemoryRoutes(app, memory);
     registerToolRoutes(app, app.tools);
+    registerTaskRoutes(
+      app,
+      app.tasks,
+      app.config.memory.timeZone ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
+    );
     await registerIndexRoutes(app, memory);
     registerSetupRoutes(app, { config: app.config, memory });
     registerStatsRoutes(app, { ...app.stats, sessions, memory });
@@ -42,6 +48,7 @@ export const adminRoutesPlugin = fp(
       PLUGIN.memory,
       PLUGIN.summarizer,
       PLUGIN.stats,
+      PLUGIN.tasks,
       PLUGIN.tools,
       PLUGIN.sessions,
       PLUGIN.channels,

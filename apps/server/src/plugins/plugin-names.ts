@@ -10,6 +10,7 @@ export const PLUGIN = {
   memory: "almanac-memory",
   summarizer: "almanac-summarizer",
   stats: "almanac-stats",
+  tasks: "almanac-tasks",
   tools: "almanac-tools",
   sessions: "almanac-sessions",
   channels: "almanac-channels",

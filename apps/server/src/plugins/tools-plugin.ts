@@ -65,6 +65,7 @@ export const toolsPlugin = fp(
             }),
           ]
         : []),
+      app.taskTools,
       ...(mcp === undefined ? [] : [mcp]),
     ];
     const catalog = new ToolCatalog(sources, {
@@ -92,6 +93,6 @@ export const toolsPlugin = fp(
   {
     name: PLUGIN.tools,
     fastify: "5.x",
-    dependencies: [PLUGIN.config, PLUGIN.telemetry, PLUGIN.memory],
+    dependencies: [PLUGIN.config, PLUGIN.telemetry, PLUGIN.memory, PLUGIN.tasks],
   },
 );

@@ -4,7 +4,11 @@ import { z } from "zod";
 import type { ServerTools } from "../plugins/tools-plugin.js";
 
 const idParams = z.object({ id: z.string().min(1).max(16) });
-const decisionBody = z.object({ decision: z.enum(["approve", "deny"]) });
+const decisionBody = z.object({
+  decision: z.enum(["approve", "deny"]),
+  /** Where the owner answered, for the record (the console says so); the admin token is what authorizes it. */
+  via: z.enum(["api", "console"]).default("api"),
+});
 const listQuery = z.object({
   state: z.enum(["pending", "approved", "denied", "expired", "closed"]).optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
@@ -51,7 +55,7 @@ export function registerToolRoutes(app: FastifyInstance, tools: ServerTools): vo
       const body = decisionBody.safeParse(request.body);
       if (!body.success)
         throw new UserError("request.invalid", 'Send {"decision": "approve"} or {"decision": "deny"}.');
-      const decided = tools.approvals.decide(id, body.data.decision === "approve", "api");
+      const decided = tools.approvals.decide(id, body.data.decision === "approve", body.data.via);
       if (decided !== undefined) return decided;
       const known = tools.approvals.get(id);
       if (known === undefined) throw new UserError("approval.not_found", `No approval ${id}.`);

@@ -35,7 +35,7 @@ export interface ToolSource {
    * A toolkit for one turn in `scope`. Built per turn (tools may keep per-turn state, such as the versions of
    * files read); a shared chat's toolkit has no tool over the owner's private memory.
    */
-  toolkit(scope: MemoryScope): Toolkit;
+  toolkit(scope: MemoryScope, sessionKey: string): Toolkit;
   /** The specs a turn in `scope` hands the model: the same array every turn while the tools are unchanged. */
   specs(scope: MemoryScope): readonly ToolSpec[];
 }
@@ -234,7 +234,7 @@ export class TurnRunner {
     await conversation.transcribe();
 
     const scope = deps.scopeOf(key);
-    const toolkit = deps.tools.toolkit(scope);
+    const toolkit = deps.tools.toolkit(scope, key);
     const turnSignal = linkAbortSignals([signals.lane, signals.stop, request.signal], deps.turnTimeoutMs);
     const agent: Agent = createAgent({
       model: deps.model,

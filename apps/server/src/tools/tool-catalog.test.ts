@@ -14,6 +14,7 @@ function tool(name: string, options: { approval?: boolean; fail?: boolean } = {}
   }) as unknown as Tool;
 }
 
+const SESSION = "api:default:api:me";
 const group = sharedScope({ channel: "discord", account: "default", kind: "group", id: "g1" });
 
 describe("the tool catalog", () => {
@@ -28,21 +29,21 @@ describe("the tool catalog", () => {
       ],
       { revision: () => revision },
     );
-    const first = catalog.toolkit(OWNER_SCOPE).specs();
+    const first = catalog.toolkit(OWNER_SCOPE, SESSION).specs();
     expect(first.map((spec) => spec.name)).toEqual(["memory_search", "read_file"]);
-    expect(catalog.toolkit(OWNER_SCOPE).specs()).toBe(first);
+    expect(catalog.toolkit(OWNER_SCOPE, SESSION).specs()).toBe(first);
     expect(catalog.specs(OWNER_SCOPE)).toBe(first);
     expect(
       catalog
-        .toolkit(group)
+        .toolkit(group, SESSION)
         .specs()
         .map((spec) => spec.name),
     ).toEqual(["memory_search"]);
-    expect(catalog.toolkit(group).has("read_file")).toBe(false);
+    expect(catalog.toolkit(group, SESSION).has("read_file")).toBe(false);
 
     extra = [tool("mcp__cal__add", { approval: true })];
     revision += 1;
-    const changed = catalog.toolkit(OWNER_SCOPE);
+    const changed = catalog.toolkit(OWNER_SCOPE, SESSION);
     expect(changed.specs().map((spec) => spec.name)).toContain("mcp__cal__add");
     expect(changed.requiresApproval("mcp__cal__add")).toBe(true);
     expect(changed.requiresApproval("read_file")).toBe(false);
@@ -70,7 +71,7 @@ describe("the tool catalog", () => {
       [{ name: "web", tools: () => [tool("web_fetch"), tool("broken", { fail: true })] }],
       { onCall: (call) => calls.push(call) },
     );
-    const toolkit = catalog.toolkit(OWNER_SCOPE);
+    const toolkit = catalog.toolkit(OWNER_SCOPE, SESSION);
     await toolkit.execute({ type: "tool_call", id: "1", name: "web_fetch", arguments: '{"text":"a"}' });
     await toolkit.execute({ type: "tool_call", id: "2", name: "broken", arguments: '{"text":"b"}' });
     await toolkit.execute({ type: "tool_call", id: "3", name: "unknown", arguments: "{}" });

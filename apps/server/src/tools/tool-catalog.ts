@@ -8,9 +8,13 @@ import type { MemoryScope } from "@almanac/memory-files";
  * it holds (never a network round trip).
  */
 export interface ServerToolSource {
-  /** Shown in `GET /api/tools` (`memory`, `workspace`, `web`, `mcp`). */
+  /** Shown in `GET /api/tools` (`memory`, `workspace`, `web`, `mcp`, `tasks`). */
   readonly name: string;
-  tools(scope: MemoryScope): readonly AnyTool[];
+  /**
+   * The tools for a turn of `sessionKey` in `scope`. The tools' names and specs must depend on the scope only
+   * (they are cached per scope); what a tool does may depend on the session (tasks belong to their conversation).
+   */
+  tools(scope: MemoryScope, sessionKey: string): readonly AnyTool[];
 }
 
 /** One finished tool call, for the metrics. */
@@ -42,6 +46,9 @@ export interface ToolListing {
 /** Distinct scopes whose specs are kept (the owner's, and each shared chat's). */
 const KEPT_SCOPES = 128;
 
+/** The session the listing and the specs ask for tools with (specs depend on the scope only). */
+const LISTING_SESSION = "api:default:api:tool-listing";
+
 /** A shared chat as the listing asks for it (any one stands for all: sources decide by kind). */
 const ANY_SHARED: MemoryScope = { kind: "shared", id: "any", folder: "any" };
 
@@ -63,8 +70,8 @@ export class ToolCatalog {
   }
 
   /** A turn's toolkit: fresh tools (they may keep per-turn state), the scope's one set of specs. */
-  toolkit(scope: MemoryScope): Toolkit {
-    const bySource = this.#sources.map((source) => ({ source, tools: source.tools(scope) }));
+  toolkit(scope: MemoryScope, sessionKey: string): Toolkit {
+    const bySource = this.#sources.map((source) => ({ source, tools: source.tools(scope, sessionKey) }));
     const sourceOf = new Map<string, string>();
     for (const { source, tools } of bySource) for (const tool of tools) sourceOf.set(tool.name, source.name);
     const made = createToolkit(bySource.flatMap(({ tools }) => tools));
@@ -100,7 +107,7 @@ export class ToolCatalog {
     const listed = new Map<string, { listing: ToolListing; scopes: Set<"owner" | "shared"> }>();
     for (const scope of [{ kind: "owner" } as const, ANY_SHARED]) {
       for (const source of this.#sources) {
-        for (const tool of source.tools(scope)) {
+        for (const tool of source.tools(scope, LISTING_SESSION)) {
           const known = listed.get(tool.name) ?? {
             listing: {
               name: tool.name,
@@ -128,7 +135,9 @@ export class ToolCatalog {
     const key = scope.kind === "owner" ? "owner" : `shared:${scope.id}`;
     let specs = this.#specs.get(key);
     if (specs === undefined) {
-      specs = (made ?? createToolkit(this.#sources.flatMap((source) => source.tools(scope)))).specs();
+      specs = (
+        made ?? createToolkit(this.#sources.flatMap((source) => source.tools(scope, LISTING_SESSION)))
+      ).specs();
       if (this.#specs.size >= KEPT_SCOPES) {
         const oldest = this.#specs.keys().next();
         if (oldest.done !== true) this.#specs.delete(oldest.value);

@@ -1,0 +1,121 @@
+import { lastUserText, script } from "@almanac/testkit";
+import { type FakeDiscord, startFakeDiscord, waitUntil } from "@almanac/testkit/discord";
+import { afterEach, describe, expect, it } from "vitest";
+import { startTestServer, type TestServer } from "./test-server.js";
+
+const running: Array<{ close(): Promise<void> }> = [];
+afterEach(async () => {
+  for (const item of running.splice(0).reverse()) await item.close();
+});
+
+interface Task {
+  readonly id: string;
+  readonly state: string;
+  readonly sessionKey: string;
+  readonly nextFireAt?: number;
+}
+interface Firing {
+  readonly state: string;
+  readonly late: boolean;
+  readonly reply?: string;
+}
+
+/** The model: schedules when asked to remind, and speaks the reminder when the schedule says so. */
+function remindingModel(server: TestServer, delay: string): void {
+  server.llm.setFallback((request) => {
+    const last = request.messages.at(-1);
+    const text = lastUserText(request);
+    if (last?.role === "tool") return script.text(`OK: ${String(last.content).split("\n")[0]}`);
+    if (text.startsWith("[Scheduled task")) return script.text("Time to stretch!");
+    if (/remind me/i.test(text))
+      return script.toolCalls([
+        { name: "task_create", arguments: { instruction: "Remind them to stretch.", in: delay } },
+      ]);
+    return script.text("Hello.");
+  });
+}
+
+describe("reminders through the real server", () => {
+  it("a Discord DM asks to be reminded in 2 s, and the reminder arrives there once", async () => {
+    const discord: FakeDiscord = await startFakeDiscord();
+    running.push(discord);
+    const server = await startTestServer({
+      env: {
+        ALMANAC_DISCORD_TOKEN: discord.token(),
+        ALMANAC_DISCORD_API_BASE_URL: discord.apiUrl,
+        ALMANAC_DISCORD_ALLOW_FROM: discord.world.user.id,
+      },
+    });
+    running.push(server);
+    await waitUntil(() => discord.activeConnections() === 1, { timeoutMs: 10_000 });
+    remindingModel(server, "2s");
+    discord.dispatchMessage({ where: "dm", content: "remind me in 2 s to stretch" });
+    await waitUntil(() => discord.sent().length === 1, { timeoutMs: 10_000 });
+    expect(discord.sent()[0]?.content).toMatch(/^OK: Scheduled task T[A-Z2-9]{5}\./);
+    await waitUntil(() => discord.sent().length === 2, { timeoutMs: 10_000 });
+    expect(discord.sent()[1]?.content).toBe("Time to stretch!");
+    expect(discord.sent()[1]?.channelId).toBe(discord.world.ids.dmChannel);
+    // Nothing more: it fired once.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(discord.sent()).toHaveLength(2);
+    const list = (await (await server.api("/api/tasks")).json()) as { tasks: Task[] };
+    const [task] = list.tasks;
+    expect(task).toMatchObject({ state: "done", sessionKey: `discord:default:dm:${discord.world.user.id}` });
+    const detail = (await (await server.api(`/api/tasks/${task?.id}`)).json()) as { firings: Firing[] };
+    expect(detail.firings).toMatchObject([{ state: "delivered", late: false, reply: "Time to stretch!" }]);
+    expect(server.llm.rejections()).toEqual([]);
+  }, 30_000);
+
+  it("the API creates, lists, pauses, resumes, runs and deletes a task, with clear errors for a bad schedule", async () => {
+    const server = await startTestServer();
+    running.push(server);
+    server.llm.setFallback((request) => script.text(`Did: ${lastUserText(request).split("\n")[1] ?? ""}`));
+    const create = (body: unknown) =>
+      server.api("/api/tasks", { method: "POST", body: JSON.stringify(body) });
+    const bad = await create({ sessionKey: "api:default:api:me", instruction: "x", cron: "61 * * * *" });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: "task.schedule_invalid",
+    });
+    const past = await create({ sessionKey: "api:default:api:me", instruction: "x", at: "2020-01-01T09:00" });
+    expect(((await past.json()) as { error: { message: string } }).error.message).toContain("in the past");
+
+    const created = await create({
+      sessionKey: "api:default:api:me",
+      instruction: "Summarise the week.",
+      cron: "30 8 * * 1",
+      timeZone: "Europe/Berlin",
+    });
+    expect(created.status).toBe(201);
+    const task = (await created.json()) as Task;
+    expect(task.state).toBe("active");
+    expect(new Date(task.nextFireAt ?? 0).getUTCDay()).toBe(1);
+    expect(
+      (await (await server.api(`/api/tasks/${task.id}/pause`, { method: "POST" })).json()) as Task,
+    ).toMatchObject({
+      state: "paused",
+    });
+    expect(
+      (await (await server.api(`/api/tasks/${task.id}/resume`, { method: "POST" })).json()) as Task,
+    ).toMatchObject({
+      state: "active",
+    });
+    expect((await server.api(`/api/tasks/${task.id}/run`, { method: "POST" })).status).toBe(202);
+    await waitUntil(
+      async () => {
+        const detail = (await (await server.api(`/api/tasks/${task.id}`)).json()) as { firings: Firing[] };
+        return detail.firings[0]?.state === "delivered";
+      },
+      { timeoutMs: 10_000 },
+    );
+    // The reply is in the conversation's transcript.
+    const session = (await (
+      await server.api(`/api/sessions/${encodeURIComponent("api:default:api:me")}`)
+    ).json()) as {
+      messages: Array<{ role: string; content: Array<{ text?: string }> }>;
+    };
+    expect(session.messages.at(-1)?.content[0]?.text).toBe("Did: Summarise the week.");
+    expect((await server.api(`/api/tasks/${task.id}`, { method: "DELETE" })).status).toBe(200);
+    expect((await server.api(`/api/tasks/${task.id}`)).status).toBe(404);
+  }, 30_000);
+});
