@@ -47,7 +47,7 @@ export async function startServer(options: StartServerOptions): Promise<ServerHa
   const url = `http://${config.server.host.includes(":") ? `[${config.server.host}]` : config.server.host}:${port}`;
   await app.channels.start();
   // Tasks fire once the channels can deliver (a reminder missed while the server was down runs now).
-  await app.tasks.start();
+  await app.startTasks();
   app.log.info({ url, home: config.home, model: config.model.name ?? null }, "almanac listening");
   for (const warning of warnings) app.log.warn({}, warning);
   let closing: Promise<void> | undefined;

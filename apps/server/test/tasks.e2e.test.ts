@@ -1,3 +1,5 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { lastUserText, script } from "@almanac/testkit";
 import { type FakeDiscord, startFakeDiscord, waitUntil } from "@almanac/testkit/discord";
 import { afterEach, describe, expect, it } from "vitest";
@@ -117,5 +119,76 @@ describe("reminders through the real server", () => {
     expect(session.messages.at(-1)?.content[0]?.text).toBe("Did: Summarise the week.");
     expect((await server.api(`/api/tasks/${task.id}`, { method: "DELETE" })).status).toBe(200);
     expect((await server.api(`/api/tasks/${task.id}`)).status).toBe(404);
+  }, 30_000);
+
+  it("a group's task runs in the group's shared scope: no private memory, no workspace tools", async () => {
+    const discord: FakeDiscord = await startFakeDiscord();
+    running.push(discord);
+    const server = await startTestServer({
+      env: {
+        ALMANAC_DISCORD_TOKEN: discord.token(),
+        ALMANAC_DISCORD_API_BASE_URL: discord.apiUrl,
+        ALMANAC_DISCORD_ALLOW_FROM: discord.world.user.id,
+        ALMANAC_DISCORD_GROUPS: discord.world.ids.channel,
+      },
+    });
+    running.push(server);
+    await mkdir(join(server.home, "workspace"), { recursive: true });
+    await writeFile(join(server.home, "workspace", "MEMORY.md"), "# Memory\n\n- The safe code is 4711.\n");
+    await waitUntil(() => discord.activeConnections() === 1, { timeoutMs: 10_000 });
+    remindingModel(server, "1s");
+    discord.dispatchMessage({ where: "channel", content: " remind me in 1 s to stretch", mention: "user" });
+    await waitUntil(() => discord.sent().length === 2, { timeoutMs: 10_000 });
+    expect(discord.sent()[1]).toMatchObject({ content: "Time to stretch!", channelId: discord.world.ids.channel });
+    const fired = server.llm.chatRequests().find((request) => lastUserText(request).startsWith("[Scheduled task"));
+    const prompt = JSON.stringify(fired?.messages);
+    expect(prompt).not.toContain("4711");
+    const tools = JSON.stringify(fired?.tools ?? []);
+    expect(tools).toContain('"task_create"');
+    expect(tools).not.toContain('"read_file"');
+  }, 30_000);
+
+  it("the heartbeat reads HEARTBEAT.md in its own conversation and speaks only when something needs attention", async () => {
+    const discord: FakeDiscord = await startFakeDiscord();
+    running.push(discord);
+    const owner = `discord:default:dm:${discord.world.user.id}`;
+    const server = await startTestServer({
+      env: {
+        ALMANAC_DISCORD_TOKEN: discord.token(),
+        ALMANAC_DISCORD_API_BASE_URL: discord.apiUrl,
+        ALMANAC_DISCORD_ALLOW_FROM: discord.world.user.id,
+        ALMANAC_HEARTBEAT_MINUTES: "30",
+        ALMANAC_HEARTBEAT_SESSION: owner,
+      },
+    });
+    running.push(server);
+    await waitUntil(() => discord.activeConnections() === 1, { timeoutMs: 10_000 });
+    let answer = "[silent]";
+    server.llm.setFallback(() => script.text(answer));
+    const run = async (expected: string) => {
+      expect((await server.api("/api/tasks/heartbeat/run", { method: "POST" })).status).toBe(202);
+      await waitUntil(
+        async () => {
+          const detail = (await (await server.api("/api/tasks/heartbeat")).json()) as { firings: Firing[] };
+          return detail.firings[0]?.state === expected;
+        },
+        { timeoutMs: 10_000 },
+      );
+    };
+    // No checklist: nothing runs, nothing is said.
+    await run("silent");
+    expect(server.llm.chatRequests()).toHaveLength(0);
+    await mkdir(join(server.home, "workspace"), { recursive: true });
+    await writeFile(join(server.home, "workspace", "HEARTBEAT.md"), "- Passport renewal due before March.\n");
+    await run("silent");
+    expect(server.llm.chatRequests()).toHaveLength(1);
+    expect(lastUserText(server.llm.chatRequests()[0] as never)).toContain("Passport renewal due before March.");
+    expect(discord.sent()).toEqual([]);
+    answer = "Your passport renewal is due before March: book an appointment this week.";
+    await run("delivered");
+    expect(discord.sent().map((sent) => sent.content)).toEqual([answer]);
+    // The checks happened in the heartbeat's own conversation, not in the DM.
+    const sessions = (await (await server.api("/api/sessions")).json()) as { sessions: Array<{ key: string }> };
+    expect(sessions.sessions.map((session) => session.key)).toEqual(["api:default:api:heartbeat"]);
   }, 30_000);
 });

@@ -13,6 +13,8 @@ declare module "fastify" {
     tasks: TaskScheduler;
     /** The task tools (create, list, cancel) of a conversation, as a tool source. */
     taskTools: ServerToolSource;
+    /** Opens the schedule, resumes and catches up, and keeps the heartbeat as configured (`startServer`). */
+    startTasks(): Promise<void>;
   }
 }
 
@@ -91,7 +93,8 @@ export const tasksPlugin = fp(
           maxActive: MAX_TASKS_PER_CONVERSATION,
         }),
     });
-    app.addHook("onReady", async () => {
+    app.decorate("startTasks", async () => {
+      await scheduler.start();
       await syncHeartbeat(scheduler, config.tasks, timeZone);
     });
     app.addHook("preClose", async () => {
