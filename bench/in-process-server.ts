@@ -25,6 +25,7 @@ export interface InProcessServer {
 export async function startInProcessServer(
   logLevel: "warn" | "info",
   modelBaseURL?: string,
+  extraEnv: Readonly<Record<string, string>> = {},
 ): Promise<InProcessServer> {
   const llm = modelBaseURL === undefined ? await startScriptedLlm({}) : undefined;
   llm?.setFallback(() => script.text("ok"));
@@ -40,6 +41,7 @@ export async function startInProcessServer(
       ALMANAC_MODEL_MAX_RETRIES: "0",
       ALMANAC_MAX_CONCURRENT_TURNS: "100",
       ALMANAC_SESSION_IDLE_UNLOAD_MS: "3600000",
+      ...extraEnv,
     },
     cwd: home,
     logDestination: new Writable({ write: (_chunk, _encoding, callback) => callback() }),
