@@ -137,6 +137,98 @@ export function hasTypingIndicator(adapter: ChannelAdapter): adapter is TypingIn
   return typeof (adapter as Partial<TypingIndicatorAdapter>).startTyping === "function";
 }
 
+/** Limits of one attachment download. */
+export interface DownloadLimits {
+  /** Largest file read; a larger one fails with {@link AttachmentTooLargeError} (before or while reading). */
+  readonly maxBytes: number;
+  /** Cancels the download (the time limit, or the server stopping). */
+  readonly signal: AbortSignal;
+}
+
+/** The bytes of a downloaded attachment, with what the platform said about them. */
+export interface DownloadedAttachment {
+  readonly bytes: Uint8Array;
+  /** The MIME type the platform stated (the server checks the content itself). */
+  readonly contentType?: string;
+  readonly name?: string;
+}
+
+/** An attachment over the size limit: said to the person, the rest of the message goes on. */
+export class AttachmentTooLargeError extends Error {
+  readonly limitBytes: number;
+  readonly sizeBytes: number | undefined;
+  constructor(limitBytes: number, sizeBytes?: number) {
+    super(
+      `The file is larger than ${Math.round(limitBytes / 1_048_576)} MB${sizeBytes === undefined ? "" : ` (${(sizeBytes / 1_048_576).toFixed(1)} MB)`}.`,
+    );
+    this.name = "AttachmentTooLargeError";
+    this.limitBytes = limitBytes;
+    this.sizeBytes = sizeBytes;
+  }
+}
+
+/**
+ * An adapter that downloads what people send (images, files, voice): through the platform's resource API
+ * (Feishu's message resources, DingTalk's download codes) or the attachment's URL (Discord's CDN), within the
+ * limits. The server stores the bytes in the conversation's inbox before the turn.
+ */
+export interface AttachmentDownloadAdapter extends ChannelAdapter {
+  downloadAttachment(
+    message: InboundMessage,
+    attachment: InboundAttachment,
+    limits: DownloadLimits,
+  ): Promise<DownloadedAttachment>;
+}
+
+/** Type guard for {@link AttachmentDownloadAdapter}. */
+export function canDownloadAttachments(adapter: ChannelAdapter): adapter is AttachmentDownloadAdapter {
+  return typeof (adapter as Partial<AttachmentDownloadAdapter>).downloadAttachment === "function";
+}
+
+/**
+ * A reply shown as it is written (`capabilities.streamingEdits`): one message edited as text arrives, at most
+ * once a second, continued in a new message at the platform's length limit. `finish` makes the shown text
+ * exactly the final reply (no lost tail, no duplicate); an adapter that cannot edit any more falls back to
+ * sending what is missing as plain messages.
+ */
+export interface ReplyStream {
+  /** The whole reply so far (not a delta): the adapter shows it when its edit budget allows. */
+  update(text: string): void;
+  /** The final reply: shown exactly, waiting for any edit in flight. */
+  finish(text: string): Promise<void>;
+}
+
+/** An adapter that streams replies by editing a message (Discord) or a card (Feishu, DingTalk). */
+export interface StreamingReplyAdapter extends ChannelAdapter {
+  startReplyStream(message: OutboundMessage): ReplyStream;
+}
+
+/** Type guard for {@link StreamingReplyAdapter}. */
+export function canStreamReplies(adapter: ChannelAdapter): adapter is StreamingReplyAdapter {
+  return typeof (adapter as Partial<StreamingReplyAdapter>).startReplyStream === "function";
+}
+
+/** A file the assistant sends to a conversation (`capabilities.uploads`). */
+export interface OutboundFile {
+  readonly sessionKey: string;
+  readonly name: string;
+  readonly bytes: Uint8Array;
+  readonly contentType: string;
+  /** Text shown with the file. */
+  readonly caption?: string;
+  readonly inReplyTo?: InboundMessage;
+}
+
+/** An adapter that uploads files and images to a conversation through the platform's upload API. */
+export interface FileSendingAdapter extends ChannelAdapter {
+  sendFile(file: OutboundFile): Promise<void>;
+}
+
+/** Type guard for {@link FileSendingAdapter}. */
+export function canSendFiles(adapter: ChannelAdapter): adapter is FileSendingAdapter {
+  return typeof (adapter as Partial<FileSendingAdapter>).sendFile === "function";
+}
+
 /** A platform request to an adapter's webhook, as the server received it. */
 export interface WebhookRequest {
   /** Request headers with lower-case names (Node's `IncomingHttpHeaders` fits). */
