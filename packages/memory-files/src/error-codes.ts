@@ -9,6 +9,8 @@ export const memoryFilesErrorCodes = defineErrorCodes({
   "memory.conflict": { category: "user", status: 409 },
   /** A write that would drop most of the file is refused (the shrink guard). */
   "memory.shrink_refused": { category: "user", status: 409 },
+  /** A forget request too short to mean one fact (it would remove half the memory). */
+  "memory.forget_too_short": { category: "user", status: 400 },
   "config.invalid": { category: "user" },
 });
 

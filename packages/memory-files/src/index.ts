@@ -2,6 +2,13 @@
 // (scopes), and how they are read and written (the store: backups, the shrink guard, staged durable writes).
 export { hashContent } from "./content-hash.js";
 export * from "./error-codes.js";
+export {
+  type ForgottenPhrase,
+  ForgottenRegistry,
+  mentionsAny,
+  normalizePhrase,
+  withoutForgotten,
+} from "./forget.js";
 export { listMemoryFiles } from "./list-memory-files.js";
 export {
   assertTimeZone,

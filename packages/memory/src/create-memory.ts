@@ -1,4 +1,5 @@
 import { lstatSync } from "node:fs";
+import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { readTextFile, type Tool, type WorkspaceTarget } from "@almanac/agent";
 import {
@@ -7,15 +8,20 @@ import {
   groupCalls,
   type Logger,
   type TokenCounter,
+  UserError,
   writeFileDurably,
 } from "@almanac/core";
 import {
   buildMemoryContext,
   createMemoryFileStore,
+  type ForgottenPhrase,
+  ForgottenRegistry,
   isMemoryFilePath,
   type MemoryFileStore,
   type MemoryScope,
   memoryContextFiles,
+  normalizePhrase,
+  withoutForgotten,
 } from "@almanac/memory-files";
 import {
   createEmbeddingGate,
@@ -82,6 +88,28 @@ export interface MemoryOptions {
   readonly startIndexing?: Promise<void>;
 }
 
+/** Every file under `directory` (none when it does not exist). */
+async function listFilesUnder(directory: string): Promise<string[]> {
+  try {
+    const entries = await readdir(directory, { recursive: true, withFileTypes: true });
+    return entries.filter((entry) => entry.isFile()).map((entry) => join(entry.parentPath, entry.name));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw error;
+  }
+}
+
+/** How long the backups that still hold a forgotten line are kept (to undo a mistaken forget by hand). */
+export const FORGET_BACKUP_DAYS = 7;
+
+/** What a forget removed. */
+export interface ForgetReport {
+  readonly phrase: string;
+  readonly files: readonly { readonly path: string; readonly removed: readonly string[] }[];
+  /** Backups with the removed lines are deleted after this time (ms since the epoch). */
+  readonly backupsKeptUntil: number;
+}
+
 /** Long-term memory as one object: the Markdown files, the index and search, the summarizer queue. */
 export interface Memory {
   readonly store: MemoryFileStore;
@@ -105,6 +133,14 @@ export interface Memory {
    * raises it) when the model's window has less room; the excerpt then says it was limited.
    */
   memoryContext(scope: MemoryScope, budgetTokens?: number): Promise<string>;
+  /**
+   * Forgets a fact: every line of MEMORY.md and the daily logs that mentions `phrase` is removed (the previous
+   * versions kept as backups for {@link FORGET_BACKUP_DAYS} days), the index updated at once, and the phrase
+   * recorded so the summarizer never writes it back. Only the owner's files: a shared chat cannot call it.
+   */
+  forget(phrase: string, by: string): Promise<ForgetReport>;
+  /** What was asked to be forgotten, oldest first. */
+  forgotten(): readonly ForgottenPhrase[];
   /** Journals a conversation's messages for the daily logs (no-op without a model or without messages). */
   enqueue(job: SummaryJobInput): Promise<void>;
   /** Stops the queue, the watcher and the index, each within the deadline (milliseconds). */
@@ -204,6 +240,8 @@ export async function createMemory(options: MemoryOptions): Promise<Memory> {
     indexingBegun = true;
     return indexer.watch().then(() => track("sync", (onProgress) => indexer.sync({ onProgress })));
   });
+  const forgotten = new ForgottenRegistry(join(stateDir, "forgotten.json"));
+  await forgotten.open();
   let queue: SummaryQueue | undefined;
   if (options.summarizer) {
     const { model, contextWindow, maxOutputTokens, maxAttempts } = options.summarizer;
@@ -218,6 +256,7 @@ export async function createMemory(options: MemoryOptions): Promise<Memory> {
       maxOutputTokens,
       logger: partLogger,
       scopeOf: options.scopeOf,
+      forgotten: () => forgotten.normalized(),
     });
     queue = createSummaryQueue({ stateDir, run, logger: partLogger, maxAttempts });
     await queue.start();
@@ -262,10 +301,67 @@ export async function createMemory(options: MemoryOptions): Promise<Memory> {
     );
     return checkMemoryContext(JSON.stringify({ scope, budget }));
   };
+  /**
+   * Backups still holding lines of a forgotten phrase are scrubbed once its time is up (they are kept until then,
+   * so a mistaken forget can be undone by hand). Runs at start, after each forget and once a day.
+   */
+  const purgeForgottenBackups = async (): Promise<void> => {
+    const now = Date.now();
+    const due = forgotten
+      .list()
+      .filter((entry) => entry.purgedAt === undefined && entry.purgeBackupsAt <= now);
+    if (due.length === 0) return;
+    const phrases = due.map((entry) => normalizePhrase(entry.phrase));
+    let scrubbed = 0;
+    for (const file of await listFilesUnder(join(stateDir, "backups"))) {
+      const text = await readFile(file, "utf8");
+      const { content, removed } = withoutForgotten(text, phrases);
+      if (removed.length === 0) continue;
+      await writeFileDurably(file, content);
+      scrubbed += 1;
+    }
+    for (const entry of due) await forgotten.markPurged(entry.phrase, now);
+    logger.info({ phrases: due.length, backups: scrubbed }, "scrubbed forgotten lines from backups");
+  };
+  await purgeForgottenBackups().catch((error: unknown) =>
+    logger.warn({ err: error }, "could not scrub forgotten lines from backups; will retry"),
+  );
+  const purgeTimer = setInterval(() => {
+    purgeForgottenBackups().catch((error: unknown) =>
+      logger.warn({ err: error }, "could not scrub forgotten lines from backups; will retry"),
+    );
+  }, 86_400_000);
+  purgeTimer.unref();
+  const forget = async (phrase: string, by: string): Promise<ForgetReport> => {
+    const normalized = normalizePhrase(phrase);
+    if (normalized.length < 3)
+      throw new UserError("memory.forget_too_short", "Say what to forget in at least three characters.");
+    const now = Date.now();
+    // Recorded first: from here on no summarizer commit writes the phrase back, whatever happens below.
+    await forgotten.add({ phrase, at: now, by, purgeBackupsAt: now + FORGET_BACKUP_DAYS * 86_400_000 });
+    const files: Array<{ readonly path: string; readonly removed: readonly string[] }> = [];
+    for (const file of await store.list()) {
+      const current = await store.tryRead(file.path);
+      if (current === undefined) continue;
+      const { content, removed } = withoutForgotten(current.content, [normalized]);
+      if (removed.length === 0) continue;
+      await store.write(file.path, content, { expectedHash: current.hash, allowShrink: true });
+      files.push({ path: file.path, removed });
+    }
+    // The index forgets at once, not after the watcher's debounce.
+    if (files.length > 0) await indexer.sync();
+    logger.info(
+      { files: files.length, lines: files.reduce((sum, file) => sum + file.removed.length, 0) },
+      "forgot",
+    );
+    return { phrase, files, backupsKeptUntil: now + FORGET_BACKUP_DAYS * 86_400_000 };
+  };
   return {
     store,
     queue,
     timeZone,
+    forget,
+    forgotten: () => forgotten.list(),
     workspace,
     search,
     indexer,
@@ -305,6 +401,7 @@ export async function createMemory(options: MemoryOptions): Promise<Memory> {
       await queue.enqueue(job);
     },
     async stop(deadlineMs) {
+      clearInterval(purgeTimer);
       stopping = true;
       await queue?.stop({ deadlineMs });
       // A start-up sync of a large workspace may still run: give it the deadline, not forever (the index

@@ -22,6 +22,7 @@ import {
   type ShrinkGuard,
   type StagedMemoryFile,
   stageMemoryFile,
+  withoutForgotten,
 } from "@almanac/memory-files";
 import { z } from "zod";
 import { createDayLogTools } from "./day-log-tools.js";
@@ -69,6 +70,11 @@ export interface SummarizerOptions {
   readonly maxConflictRetries?: number;
   readonly transcriptLimits?: TranscriptLimits;
   readonly shrinkGuard?: ShrinkGuard;
+  /**
+   * What the owner asked to forget (normalized phrases): a line of a daily log that mentions one is never
+   * committed, so a transcript that still holds the fact cannot write it back.
+   */
+  readonly forgotten?: () => readonly string[];
   /**
    * The memory scope of a job's conversation, from its session key: the owner's conversations go to
    * `memory/YYYY-MM-DD.md`, a shared chat's to its own `shared/<folder>/YYYY-MM-DD.md`. Default: the owner.
@@ -314,7 +320,7 @@ export function createSummarizer(options: SummarizerOptions): SummaryJobRunner {
           await saveDay(group.date, done);
           return done;
         }
-        const content = stage.content();
+        const content = withoutForgotten(stage.content(), options.forgotten?.() ?? []).content;
         const commit: CommitRecord = {
           status: "committing",
           path,

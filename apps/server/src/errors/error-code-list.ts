@@ -81,6 +81,7 @@ export const ERROR_CODE_LIST = [
   "llm.unexpected",
   "memory.conflict",
   "memory.edit_mismatch",
+  "memory.forget_too_short",
   "memory.invalid",
   "memory.not_found",
   "memory.path_refused",

@@ -1,5 +1,6 @@
 import fp from "fastify-plugin";
 import { registerAdminRoutes } from "../routes/admin-routes.js";
+import { registerForgetRoutes } from "../routes/forget-routes.js";
 import { registerIndexRoutes } from "../routes/index-routes.js";
 import { registerLiveRoutes } from "../routes/live-routes.js";
 import { registerMemoryRoutes } from "../routes/memory-routes.js";
@@ -18,6 +19,7 @@ export const adminRoutesPlugin = fp(
     const { sessions, memory, channels } = app;
     registerAdminRoutes(app, sessions, app.serverInfo);
     registerMemoryRoutes(app, memory);
+    registerForgetRoutes(app, memory);
     registerToolRoutes(app, app.tools);
     registerTaskRoutes(
       app,

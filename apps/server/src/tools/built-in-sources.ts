@@ -1,11 +1,46 @@
-import { createWorkspaceFileTools, type Tool } from "@almanac/agent";
+import { createWorkspaceFileTools, defineTool, type Tool } from "@almanac/agent";
 import type { Memory } from "@almanac/memory";
 import { createWebFetchTool, type WebFetchOptions } from "@almanac/web-fetch";
+import { z } from "zod";
 import type { ServerToolSource } from "./tool-catalog.js";
 
-/** The memory tools (search, get, write) over the scope's own memory: a shared chat reaches only its own log. */
+/**
+ * The memory tools over the scope's own memory (a shared chat reaches only its own log), and for the owner
+ * `memory_forget`: a shared chat can never make the owner's memory forget anything.
+ */
 export function memoryToolSource(memory: Memory): ServerToolSource {
-  return { name: "memory", tools: (scope) => memory.toolsFor(scope) };
+  return {
+    name: "memory",
+    tools: (scope, sessionKey) =>
+      scope.kind === "owner"
+        ? [...memory.toolsFor(scope), forgetTool(memory, sessionKey)]
+        : memory.toolsFor(scope),
+  };
+}
+
+/** `memory_forget`: removes a fact from MEMORY.md and every daily log, and keeps it from coming back. */
+function forgetTool(memory: Memory, sessionKey: string): Tool {
+  return defineTool({
+    name: "memory_forget",
+    description:
+      "Forget a fact for good when the person asks you to: removes every line of MEMORY.md and the daily logs that mentions the phrase, updates the search index at once, and keeps the fact from being written back. Give a short distinctive phrase of the fact (a name, a number, a few words), not a common word. Tell the person what was removed.",
+    parameters: z.object({
+      phrase: z
+        .string()
+        .min(3)
+        .max(200)
+        .describe("Words that appear in every line to forget, e.g. 'safe code 4711'."),
+    }),
+    async execute({ phrase }) {
+      const report = await memory.forget(phrase, sessionKey);
+      if (report.files.length === 0)
+        return `Nothing in memory mentions "${phrase}". It is recorded as forgotten, so it will not be written to memory later.`;
+      const lines = report.files.flatMap((file) =>
+        file.removed.map((line) => `- ${file.path}: ${line.trim()}`),
+      );
+      return `Forgot "${phrase}": removed ${lines.length} line${lines.length === 1 ? "" : "s"}:\n${lines.join("\n")}\nBackups of the previous versions are deleted after ${new Date(report.backupsKeptUntil).toISOString().slice(0, 10)}.`;
+    },
+  }) as unknown as Tool;
 }
 
 /**
