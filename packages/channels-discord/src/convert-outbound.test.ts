@@ -5,6 +5,7 @@ import {
   toDiscordButtonRows,
   toDiscordChunks,
   toDiscordMarkdown,
+  toDiscordNonce,
 } from "./convert-outbound.js";
 
 const inbound = (overrides: Partial<InboundMessage> = {}): InboundMessage => ({
@@ -168,5 +169,16 @@ describe("toDiscordButtonRows", () => {
     expect(kept.every((button) => button.custom_id.length <= 100)).toBe(true);
     expect(kept[1]?.label).toBe("😀".repeat(40));
     expect(dropped.map((button) => button.label)).toEqual(["too long", "twice", "empty"]);
+  });
+});
+
+describe("toDiscordNonce", () => {
+  it("is the same for the same key and part, within Discord's 25 characters, and differs by part and key", () => {
+    const key = "TABCDE-1796520000000-and-a-longer-tail-0123";
+    const first = toDiscordNonce(key, 0);
+    expect(first).toEqual({ nonce: expect.stringMatching(/^[0-9a-f]{25}$/), enforce_nonce: true });
+    expect(toDiscordNonce(key, 0)).toEqual(first);
+    expect(toDiscordNonce(key, 1).nonce).not.toBe(first.nonce);
+    expect(toDiscordNonce("TABCDE-1796520000001", 0).nonce).not.toBe(first.nonce);
   });
 });

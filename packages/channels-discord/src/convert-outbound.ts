@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { type MessageButton, type OutboundMessage, parseSessionKey, splitMessage } from "@almanac/core";
 import {
   type APIActionRowComponent,
@@ -48,6 +49,23 @@ export function resolveTarget(message: OutboundMessage, account: string): Discor
 /** Converts Markdown for Discord and splits it into messages of at most 2000 characters. */
 export function toDiscordChunks(markdown: string): string[] {
   return splitMessage(toDiscordMarkdown(markdown), DISCORD_MESSAGE_LIMIT);
+}
+
+/** Discord's limit on a message `nonce`, in characters. */
+const NONCE_LENGTH = 25;
+
+/**
+ * The fields that make Discord post part `index` of a message at most once: a `nonce` derived from the message's
+ * idempotency key, with `enforce_nonce`. Discord then answers a repeat from the same bot within a few minutes with
+ * the message it already created. The key (a firing id, ~20–40 characters) plus the index would not fit Discord's
+ * 25 characters, so the nonce is their SHA-256 in hex, cut to 25 (100 bits); nothing reads it back.
+ */
+export function toDiscordNonce(
+  idempotencyKey: string,
+  index: number,
+): { readonly nonce: string; readonly enforce_nonce: true } {
+  const digest = createHash("sha256").update(`${idempotencyKey}\n${index}`).digest("hex");
+  return { nonce: digest.slice(0, NONCE_LENGTH), enforce_nonce: true };
 }
 
 /** Discord's limits on message components (API v10). */

@@ -15,6 +15,7 @@ import {
   resolveTarget,
   toDiscordButtonRows,
   toDiscordChunks,
+  toDiscordNonce,
 } from "./convert-outbound.js";
 import {
   botRoleIds,
@@ -45,6 +46,11 @@ export class DiscordAdapter implements TypingIndicatorAdapter {
   readonly name = "discord";
   /** The bot account in session keys. */
   readonly account: string;
+  /**
+   * Sends with an `idempotencyKey` carry a nonce Discord enforces (see {@link toDiscordNonce}): a repeat within the
+   * few minutes Discord keeps nonces posts nothing new (docs/channels/discord.md).
+   */
+  readonly idempotentSends = true;
   readonly #token: string;
   readonly #apiBaseUrl: string;
   readonly #logger: Logger;
@@ -99,6 +105,7 @@ export class DiscordAdapter implements TypingIndicatorAdapter {
   /**
    * Posts `message.text` (converted, split at 2000 characters); the first part replies to `inReplyTo`, and
    * `message.buttons` go under the last part (a press comes back as an inbound message with the button's reply).
+   * With `message.idempotencyKey` each part carries a nonce Discord enforces, so sending it again does not repeat it.
    */
   async send(message: OutboundMessage): Promise<void> {
     const client = this.#requireClient();
@@ -119,6 +126,7 @@ export class DiscordAdapter implements TypingIndicatorAdapter {
           ? {}
           : { message_reference: { message_id: replyTo, channel_id: channelId, fail_if_not_exists: false } }),
         ...(last && components.length > 0 ? { components } : {}),
+        ...(message.idempotencyKey === undefined ? {} : toDiscordNonce(message.idempotencyKey, index)),
       };
       try {
         await client.rest.post(Routes.channelMessages(channelId), { body });

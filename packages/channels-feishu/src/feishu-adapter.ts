@@ -38,6 +38,11 @@ const CARD_ACTION_EVENT = "card.action.trigger";
  */
 export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
   readonly name = FEISHU_CHANNEL;
+  /**
+   * Sends with an `idempotencyKey` carry a `uuid` made from it: Feishu posts at most one message per uuid within an
+   * hour (docs/channels/feishu.md).
+   */
+  readonly idempotentSends = true;
   private readonly config: ResolvedFeishuConfig;
   private readonly api: FeishuApi;
   /** Same client, no retries: a typing reaction is not worth waiting for. */
@@ -118,7 +123,8 @@ export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
 
   /**
    * Sends Markdown as one or more posts (≤ 30 KB each), as replies to `inReplyTo` when given. With `buttons`, the
-   * last piece is an interactive card showing them; a press comes back as an inbound message (see `press`).
+   * last piece is an interactive card showing them; a press comes back as an inbound message (see `press`). With
+   * `message.idempotencyKey` sending it again within an hour does not repeat it.
    */
   async send(message: OutboundMessage): Promise<void> {
     await this.outbound.send(message);

@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import {
   type InboundMessage,
   type Logger,
@@ -21,6 +21,8 @@ const RECALLED_CODE = 230011;
 const MAX_REMEMBERED_THREADS = 1000;
 /** Cards with buttons in direct chats remembered, to show them again without buttons once one is pressed. */
 const MAX_REMEMBERED_CARDS = 1000;
+/** Feishu's limit on a message `uuid`, in characters. */
+const MAX_UUID_LENGTH = 50;
 
 /** Where a message goes: a reply (in the topic when `threadId` is set) or a new message in a chat. */
 type Destination =
@@ -67,7 +69,8 @@ export class OutboundSender {
 
   /**
    * Sends Markdown as one or more posts (≤ 30 KB each), as replies to `inReplyTo` when given. With `buttons`, the
-   * last piece is an interactive card showing them.
+   * last piece is an interactive card showing them. Each piece carries a `uuid`: random, or from
+   * `idempotencyKey` so that sending the same message again within Feishu's hour posts nothing new.
    */
   async send(message: OutboundMessage): Promise<void> {
     if (message.text.trim() === "") return;
@@ -78,8 +81,9 @@ export class OutboundSender {
         : this.#destinationOfSession(message.sessionKey);
     const buttons = message.buttons ?? [];
     const direct = parseSessionKey(message.sessionKey).kind === "dm";
-    for (const piece of piecesOf(message.text, buttons)) {
-      const uuid = randomUUID();
+    for (const [index, piece] of piecesOf(message.text, buttons).entries()) {
+      const uuid =
+        message.idempotencyKey === undefined ? randomUUID() : pieceUuid(message.idempotencyKey, index);
       const render = (where: Destination): OutgoingMessage =>
         piece.kind === "post"
           ? { msgType: "post", content: piece.content, uuid }
@@ -155,6 +159,17 @@ export class OutboundSender {
           : { receiveIdType: "chat_id", receiveId: parts.id },
     };
   }
+}
+
+/**
+ * The `uuid` of piece `index` of a message with an idempotency key: `{key}-{index}` when that fits Feishu's 50
+ * characters in plain ASCII (a firing id does), else the SHA-256 of both in hex, cut to 50. The two forms cannot
+ * meet: the readable one always has a `-`, the hex one never.
+ */
+export function pieceUuid(idempotencyKey: string, index: number): string {
+  const readable = `${idempotencyKey}-${index}`;
+  if (readable.length <= MAX_UUID_LENGTH && /^[\w-]+$/.test(readable)) return readable;
+  return createHash("sha256").update(`${idempotencyKey}\n${index}`).digest("hex").slice(0, MAX_UUID_LENGTH);
 }
 
 const threadedRaw = z.object({ threadId: z.string() });

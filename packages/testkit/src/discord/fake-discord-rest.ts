@@ -61,9 +61,21 @@ export interface FakeRateLimitHit {
   readonly at: number;
 }
 
+/** The answer to one message-create request, held back; see {@link FakeRest.holdNextMessageResponse}. */
+export interface FakeHeldResponse {
+  /** Resolves with the message once the fake created it (and echoed it) and is holding back the answer. */
+  readonly message: Promise<FakeSentMessage>;
+  /** Sends the held answer (nothing is sent when the client is gone); before a request was caught, cancels the hold. */
+  release(): void;
+}
+
 /** What the REST half needs from the rest of the fake. */
 export interface FakeRestDependencies {
   readonly world: FakeDiscordWorld;
+  /** Milliseconds since the epoch, for the nonce window. */
+  readonly clock: () => number;
+  /** How long a message's nonce, sent with `enforce_nonce`, returns that message instead of a new one. */
+  readonly nonceWindowMs: number;
   readonly token: () => string;
   readonly gatewayUrl: () => string;
   readonly channel: (id: string) => FakeChannel | undefined;
@@ -88,6 +100,13 @@ export interface FakeRest {
   rateLimitNext(route: string, retryAfterSeconds: number, options?: { readonly global?: boolean }): void;
   /** The next `times` requests matching `route` get `status` (e.g. 503) with a Discord-shaped error body. */
   failNext(route: string, status: number, times?: number): void;
+  /**
+   * The next `POST /channels/:id/messages` that creates a message creates it but gets no answer until released:
+   * Discord has the message, the bot never heard so. A repeat that Discord answers from its nonce is not held.
+   */
+  holdNextMessageResponse(): FakeHeldResponse;
+  /** Answers every held request (the fake is closing). */
+  releaseHeld(): void;
   requests(): readonly RecordedRestRequest[];
   sent(): readonly FakeSentMessage[];
   typing(): readonly FakeTypingCall[];
@@ -96,6 +115,15 @@ export interface FakeRest {
 
 /** `POST /interactions/:id/:token/callback`. */
 const INTERACTION_CALLBACK = /^\/interactions\/(\d+)\/([^/]+)\/callback$/;
+
+/** A reply, possibly held back until `heldUntil` settles. */
+type RestReply = FakeRestReply & { readonly heldUntil?: Promise<void> };
+
+interface Hold {
+  readonly caught: (message: FakeSentMessage) => void;
+  readonly released: Promise<void>;
+  readonly release: () => void;
+}
 
 interface Trap {
   readonly matches: (method: string, path: string) => boolean;
@@ -131,6 +159,11 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
   const typingRecords: FakeTypingCall[] = [];
   const rateLimitRecords: FakeRateLimitHit[] = [];
   const traps: Trap[] = [];
+  /** Holds not yet caught, in order, and every hold not yet released. */
+  const pendingHolds: Hold[] = [];
+  const openHolds = new Set<Hold>();
+  /** `author:nonce` → the message created with it, and when. */
+  const nonces = new Map<string, { readonly messageId: string; readonly at: number }>();
 
   type Reply = FakeRestReply;
   const notFound = (what: string, code: number): Reply => ({
@@ -138,13 +171,27 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
     body: { message: `Unknown ${what}`, code },
   });
 
-  function createMessage(channelId: string, body: unknown): Reply {
+  /** With `enforce_nonce`, the message this bot created with the same nonce within the window, if any. */
+  function messageOfNonce(
+    nonce: string | number | undefined,
+    enforce: boolean | undefined,
+  ): Record<string, unknown> | undefined {
+    if (nonce === undefined || enforce !== true) return undefined;
+    const known = nonces.get(`${world.botUser.id}:${String(nonce)}`);
+    if (known === undefined || dependencies.clock() - known.at > dependencies.nonceWindowMs) return undefined;
+    return dependencies.message(known.messageId);
+  }
+
+  function createMessage(channelId: string, body: unknown): RestReply {
     const channel = dependencies.channel(channelId);
     if (channel === undefined) return notFound("Channel", 10003);
     const parsed = createMessageBodySchema.safeParse(body);
     if (!parsed.success) {
       return { status: 400, body: invalidFormBodyFrom(parsed.error) };
     }
+    // Discord's answer to a repeated enforced nonce: the message it created the first time, and nothing new.
+    const existing = messageOfNonce(parsed.data.nonce, parsed.data.enforce_nonce);
+    if (existing !== undefined) return { status: 200, body: existing };
     const { content = "", message_reference: reference, embeds = [], components = [] } = parsed.data;
     if (content.length > MAX_CONTENT_LENGTH) {
       return {
@@ -186,7 +233,7 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
       ...(parsed.data.nonce === undefined ? {} : { nonce: parsed.data.nonce }),
       components,
     });
-    sentRecords.push({
+    const sent: FakeSentMessage = {
       id: String(message.id),
       channelId,
       content,
@@ -197,12 +244,22 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
       ...(parsed.data.components === undefined ? {} : { components: parsed.data.components }),
       message,
       at: Date.now(),
-    });
+    };
+    sentRecords.push(sent);
+    if (parsed.data.nonce !== undefined) {
+      nonces.set(`${world.botUser.id}:${String(parsed.data.nonce)}`, {
+        messageId: sent.id,
+        at: dependencies.clock(),
+      });
+    }
     dependencies.created(message);
-    return { status: 200, body: message };
+    const hold = pendingHolds.shift();
+    if (hold === undefined) return { status: 200, body: message };
+    hold.caught(sent);
+    return { status: 200, body: message, heldUntil: hold.released };
   }
 
-  function route(method: string, path: string, body: unknown, query: URLSearchParams): Reply {
+  function route(method: string, path: string, body: unknown, query: URLSearchParams): RestReply {
     if (method === "GET" && path === "/gateway/bot") {
       return {
         status: 200,
@@ -284,6 +341,7 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
     }
     const reply = route(method, path, body, url.searchParams);
     record(reply.status);
+    if (reply.heldUntil !== undefined) await reply.heldUntil;
     if (reply.body === undefined) {
       response.writeHead(reply.status);
       response.end();
@@ -327,6 +385,32 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
           sendJson(response, status, { message: `fake discord: injected ${status}`, code: 0 });
         },
       });
+    },
+    holdNextMessageResponse() {
+      let caught: (message: FakeSentMessage) => void = () => {};
+      const message = new Promise<FakeSentMessage>((resolve) => {
+        caught = resolve;
+      });
+      let resolveReleased: () => void = () => {};
+      const released = new Promise<void>((resolve) => {
+        resolveReleased = resolve;
+      });
+      const hold: Hold = {
+        caught,
+        released,
+        release() {
+          const index = pendingHolds.indexOf(hold);
+          if (index >= 0) pendingHolds.splice(index, 1);
+          openHolds.delete(hold);
+          resolveReleased();
+        },
+      };
+      pendingHolds.push(hold);
+      openHolds.add(hold);
+      return { message, release: hold.release };
+    },
+    releaseHeld() {
+      for (const hold of [...openHolds]) hold.release();
     },
     requests: () => [...requestRecords],
     sent: () => [...sentRecords],

@@ -3,6 +3,9 @@ import { z } from "zod";
 /** Discord's limit on `content` of a message, in characters. */
 export const MAX_CONTENT_LENGTH = 2000;
 
+/** Discord's limit on a message `nonce` string, in characters. */
+export const MAX_NONCE_LENGTH = 25;
+
 /** Gateway intent bit of privileged MESSAGE_CONTENT. */
 export const MESSAGE_CONTENT_INTENT = 1 << 15;
 
@@ -104,7 +107,10 @@ export const componentsSchema = z
 export const createMessageBodySchema = z.object({
   content: z.string().optional(),
   components: componentsSchema.optional(),
-  nonce: z.union([z.string(), z.number()]).optional(),
+  /** Discord: up to 25 characters; echoed on the message and in MESSAGE_CREATE. */
+  nonce: z.union([z.string().max(MAX_NONCE_LENGTH), z.number().int()]).optional(),
+  /** With a nonce: a message this author created with the same nonce a few minutes before is returned instead. */
+  enforce_nonce: z.boolean().optional(),
   tts: z.boolean().optional(),
   embeds: z.array(z.unknown()).optional(),
   allowed_mentions: z

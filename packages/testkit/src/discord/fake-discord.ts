@@ -10,6 +10,7 @@ import {
 } from "./fake-discord-interactions.js";
 import {
   createFakeRest,
+  type FakeHeldResponse,
   type FakeRateLimitHit,
   type FakeSentMessage,
   type FakeTypingCall,
@@ -39,9 +40,17 @@ export interface FakeDiscordOptions {
   readonly echoOwnMessages?: boolean;
   /** How long after a press its interaction can be acknowledged; default 3000 ms, as on Discord. */
   readonly acknowledgeWithinMs?: number;
-  /** Milliseconds since the epoch, for the acknowledgement deadline; default `Date.now`. */
+  /**
+   * How long a nonce sent with `enforce_nonce` returns the message created with it; default 2 minutes. Discord
+   * documents only "a few minutes", so the default stays on the short side.
+   */
+  readonly nonceWindowMs?: number;
+  /** Milliseconds since the epoch, for the acknowledgement deadline and the nonce window; default `Date.now`. */
   readonly clock?: () => number;
 }
+
+/** Default of {@link FakeDiscordOptions.nonceWindowMs}. */
+const NONCE_WINDOW_MS = 2 * 60_000;
 
 /** Discord's message flag IS_VOICE_MESSAGE. */
 const VOICE_MESSAGE_FLAG = 1 << 13;
@@ -121,6 +130,11 @@ export interface FakeDiscord {
   rateLimitNext(route: string, retryAfterSeconds: number, options?: { readonly global?: boolean }): void;
   /** The next `times` requests matching `route` get HTTP `status`. */
   failNext(route: string, status: number, times?: number): void;
+  /**
+   * The next message the bot creates is created (and echoed) but its `POST` gets no answer until released, as when
+   * the bot dies between Discord creating the message and hearing so. A repeat answered from its nonce is not held.
+   */
+  holdNextMessageResponse(): FakeHeldResponse;
   /** Every message the bot posted and the fake accepted. */
   sent(): readonly FakeSentMessage[];
   typing(): readonly FakeTypingCall[];
@@ -200,6 +214,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
 
   const rest = createFakeRest({
     world,
+    clock: options.clock ?? Date.now,
+    nonceWindowMs: options.nonceWindowMs ?? NONCE_WINDOW_MS,
     token: () => token,
     gatewayUrl: () => gatewayUrl,
     channel: (id) => channels.get(id),
@@ -297,6 +313,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     },
     rateLimitNext: (route, seconds, rateOptions) => rest.rateLimitNext(route, seconds, rateOptions),
     failNext: (route, status, times) => rest.failNext(route, status, times),
+    holdNextMessageResponse: () => rest.holdNextMessageResponse(),
     sent: () => rest.sent(),
     typing: () => rest.typing(),
     requests: () => rest.requests(),
@@ -307,6 +324,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     resumes: () => gateway.resumes(),
     activeConnections: () => gateway.activeConnections(),
     async close() {
+      rest.releaseHeld();
       gateway.close();
       await new Promise<void>((resolve) => sockets.close(() => resolve()));
       server.closeAllConnections();

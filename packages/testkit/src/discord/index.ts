@@ -9,6 +9,7 @@ export {
 export { GatewayClose, type RecordedIdentify } from "./fake-discord-gateway.js";
 export type { FakeInteractionCallback, FakePressInput } from "./fake-discord-interactions.js";
 export type {
+  FakeHeldResponse,
   FakeRateLimitHit,
   FakeSentMessage,
   FakeTypingCall,
@@ -18,6 +19,7 @@ export {
   type FakeActionRow,
   type FakeButton,
   MAX_CONTENT_LENGTH,
+  MAX_NONCE_LENGTH,
   MESSAGE_CONTENT_INTENT,
 } from "./fake-discord-schemas.js";
 export {

@@ -14,6 +14,7 @@ import { createLongConnection, type FakeFeishuAck } from "./long-connection.js";
 import {
   createRestApi,
   type FailureOptions,
+  type FakeHeldResponse,
   type FakeReaction,
   type FakeRestRequest,
   type FakeSentMessage,
@@ -39,6 +40,10 @@ export interface FakeFeishuOptions {
   readonly maxPostBytes?: number;
   /** Size limit of text bodies in bytes; default 150 KB (Feishu's). */
   readonly maxTextBytes?: number;
+  /** How long a message `uuid` returns the message first sent with it; default one hour (Feishu's). */
+  readonly uuidWindowMs?: number;
+  /** Milliseconds since the epoch, for the uuid window; default `Date.now`. */
+  readonly clock?: () => number;
 }
 
 /** Options of {@link FakeFeishu.sendEvent}. */
@@ -135,6 +140,11 @@ export interface FakeFeishu {
   rateLimitNext(options?: RateLimitOptions): void;
   /** The next IM call(s) fail with this Feishu `code` and `msg` (HTTP 200 unless said). */
   failNext(options: FailureOptions): void;
+  /**
+   * The next message the bot sends (or replies) is created but its request is answered only when released, as when
+   * the bot dies between Feishu creating the message and hearing so. A repeat answered from its `uuid` is not held.
+   */
+  holdNextMessageResponse(): FakeHeldResponse;
   /** Resolves once `count` messages were sent; rejects after `timeoutMs` (default 5000). */
   waitForSent(count: number, timeoutMs?: number): Promise<FakeSentMessage[]>;
   /** Resolves once `count` acks arrived; rejects after `timeoutMs` (default 5000). */
@@ -159,6 +169,8 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     ...identity,
     tokenExpireSeconds: options.tokenExpireSeconds ?? 7200,
     limits: { postBytes: options.maxPostBytes ?? 30 * 1024, textBytes: options.maxTextBytes ?? 150 * 1024 },
+    uuidWindowMs: options.uuidWindowMs ?? 60 * 60_000,
+    clock: options.clock ?? Date.now,
   });
   const longConnection = createLongConnection({
     appId: identity.appId,
@@ -189,6 +201,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
         : { authorization: request.headers.authorization }),
       rawBody,
     });
+    if (answer.heldUntil !== undefined) await answer.heldUntil;
     sendJson(response, answer.status, answer.body, answer.headers);
   };
 
@@ -302,6 +315,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     requests: () => rest.requests(),
     rateLimitNext: (limit) => rest.rateLimitNext(limit),
     failNext: (failure) => rest.failNext(failure),
+    holdNextMessageResponse: () => rest.holdNextMessageResponse(),
     async waitForSent(count, timeoutMs = 5000) {
       await waitUntil(() => rest.sent().length >= count, { timeoutMs, what: `${count} sent message(s)` });
       return rest.sent();
@@ -316,6 +330,7 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
         what: `long connection #${count}`,
       }),
     async close() {
+      rest.releaseHeld();
       await longConnection.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

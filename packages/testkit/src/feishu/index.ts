@@ -33,6 +33,7 @@ export { decodeFrame, encodeFrame, type FeishuFrame, FRAME_METHOD, frameHeader }
 export type { FakeFeishuAck } from "./long-connection.js";
 export type {
   FailureOptions,
+  FakeHeldResponse,
   FakeReaction,
   FakeRestRequest,
   FakeSentMessage,

@@ -84,6 +84,16 @@ export interface RestOutput {
   readonly status: number;
   readonly body: unknown;
   readonly headers?: Readonly<Record<string, string>>;
+  /** Answer only once this settles (see {@link RestApi.holdNextMessageResponse}). */
+  readonly heldUntil?: Promise<void>;
+}
+
+/** The answer to one send or reply, held back; see {@link RestApi.holdNextMessageResponse}. */
+export interface FakeHeldResponse {
+  /** Resolves with the message once the fake created it and is holding back the answer. */
+  readonly message: Promise<FakeSentMessage>;
+  /** Sends the held answer (nothing is sent when the client is gone); before a request was caught, cancels the hold. */
+  release(): void;
 }
 
 /** The fake open platform's REST API and its records. */
@@ -100,6 +110,13 @@ export interface RestApi {
   requests(): FakeRestRequest[];
   rateLimitNext(options?: RateLimitOptions): void;
   failNext(options: FailureOptions): void;
+  /**
+   * The next send or reply that creates a message creates it but is answered only when released: Feishu has the
+   * message, the bot never heard so. A repeat answered from its `uuid` is not held.
+   */
+  holdNextMessageResponse(): FakeHeldResponse;
+  /** Answers every held request (the fake is closing). */
+  releaseHeld(): void;
 }
 
 /** Identity and limits of the fake app. */
@@ -111,6 +128,16 @@ export interface RestApiOptions {
   readonly tenantKey: string;
   readonly tokenExpireSeconds: number;
   readonly limits: SizeLimits;
+  /** How long a `uuid` returns the message first sent with it (Feishu: one hour). */
+  readonly uuidWindowMs: number;
+  /** Milliseconds since the epoch, for the uuid window. */
+  readonly clock: () => number;
+}
+
+interface Hold {
+  readonly caught: (message: FakeSentMessage) => void;
+  readonly released: Promise<void>;
+  readonly release: () => void;
 }
 
 const tokenRequest = z.object({ app_id: z.string(), app_secret: z.string() });
@@ -147,7 +174,11 @@ export function createRestApi(options: RestApiOptions): RestApi {
   const tokens = new Set<string>();
   const chatOfMessage = new Map<string, string>();
   const cards = new Map<string, unknown>();
-  const byUuid = new Map<string, RestOutput>();
+  /** uuid → the answer to the message first sent with it, and when. */
+  const byUuid = new Map<string, { readonly answer: RestOutput; readonly at: number }>();
+  /** Holds not yet caught, in order, and every hold not yet released. */
+  const pendingHolds: Hold[] = [];
+  const openHolds = new Set<Hold>();
   const sent: FakeSentMessage[] = [];
   const reactions: FakeReaction[] = [];
   const requests: FakeRestRequest[] = [];
@@ -189,15 +220,20 @@ export function createRestApi(options: RestApiOptions): RestApi {
 
   const deliver = (uuid: string | undefined, build: () => FakeSentMessage | RestOutput): RestOutput => {
     const previous = uuid === undefined ? undefined : byUuid.get(uuid);
-    if (previous !== undefined) return previous; // uuid dedups sends (Feishu keeps it for an hour)
+    // Feishu posts at most one message per uuid within an hour: a repeat gets the first one's answer.
+    if (previous !== undefined && options.clock() - previous.at <= options.uuidWindowMs)
+      return previous.answer;
     const result = build();
     if (!("kind" in result)) return result;
     sent.push(result);
     chatOfMessage.set(result.messageId, result.chatId);
     if (result.msgType === "interactive") cards.set(result.messageId, result.content);
     const answer = ok(messageData(result));
-    if (uuid !== undefined) byUuid.set(uuid, answer);
-    return answer;
+    if (uuid !== undefined) byUuid.set(uuid, { answer, at: options.clock() });
+    const hold = pendingHolds.shift();
+    if (hold === undefined) return answer;
+    hold.caught(result);
+    return { ...answer, heldUntil: hold.released };
   };
 
   const route = (input: RestInput, body: unknown): RestOutput => {
@@ -394,5 +430,31 @@ export function createRestApi(options: RestApiOptions): RestApi {
     requests: () => [...requests],
     rateLimitNext: (limit = {}) => void rateLimits.push(limit),
     failNext: (failure) => void failures.push(failure),
+    holdNextMessageResponse() {
+      let caught: (message: FakeSentMessage) => void = () => {};
+      const message = new Promise<FakeSentMessage>((resolve) => {
+        caught = resolve;
+      });
+      let resolveReleased: () => void = () => {};
+      const released = new Promise<void>((resolve) => {
+        resolveReleased = resolve;
+      });
+      const hold: Hold = {
+        caught,
+        released,
+        release() {
+          const index = pendingHolds.indexOf(hold);
+          if (index >= 0) pendingHolds.splice(index, 1);
+          openHolds.delete(hold);
+          resolveReleased();
+        },
+      };
+      pendingHolds.push(hold);
+      openHolds.add(hold);
+      return { message, release: hold.release };
+    },
+    releaseHeld() {
+      for (const hold of [...openHolds]) hold.release();
+    },
   };
 }
