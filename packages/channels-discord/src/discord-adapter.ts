@@ -51,6 +51,8 @@ export class DiscordAdapter implements TypingIndicatorAdapter {
    * few minutes Discord keeps nonces posts nothing new (docs/channels/discord.md).
    */
   readonly idempotentSends = true;
+  /** Discord deduplicates a nonce "for the same sender within a few minutes": two minutes is taken as safe. */
+  readonly idempotencyWindowMs = 120_000;
   readonly #token: string;
   readonly #apiBaseUrl: string;
   readonly #logger: Logger;

@@ -43,6 +43,8 @@ export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
    * hour (docs/channels/feishu.md).
    */
   readonly idempotentSends = true;
+  /** Feishu sends at most one message per uuid within one hour; a repeat later than 55 minutes is not trusted. */
+  readonly idempotencyWindowMs = 55 * 60_000;
   private readonly config: ResolvedFeishuConfig;
   private readonly api: FeishuApi;
   /** Same client, no retries: a typing reaction is not worth waiting for. */

@@ -122,6 +122,8 @@ export interface ChannelAdapter {
   send(message: OutboundMessage): Promise<void>;
   /** True when sending the same `idempotencyKey` twice posts the message once (the platform deduplicates). */
   readonly idempotentSends?: boolean;
+  /** How long after a send the platform still deduplicates a repeat of its key (unset: without limit). */
+  readonly idempotencyWindowMs?: number;
   status(): ChannelStatus;
   stop(): Promise<void>;
 }

@@ -50,6 +50,7 @@ const firingSchema = z.object({
   lastError: z.string().optional(),
   finishedAt: z.number().optional(),
   retryAt: z.number().optional(),
+  deliveringAt: z.number().optional(),
 });
 
 const lineSchema = z.discriminatedUnion("type", [

@@ -321,7 +321,7 @@ describe("the task scheduler across restarts", () => {
     const once = await crashAt("delivering", false);
     expect(once.runner.sent).toEqual([]);
     expect(once.firing).toMatchObject({ state: "uncertain" });
-    expect(once.firing?.lastError).toContain("cannot tell a repeated message apart");
+    expect(once.firing?.lastError).toContain("could not tell a repeated message apart");
   });
 
   it("after downtime: a one-shot missed within the grace runs once, late; one past it is reported, not run", async () => {

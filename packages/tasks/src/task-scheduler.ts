@@ -27,8 +27,11 @@ export interface TaskRunner {
    * by it makes a repeated send harmless.
    */
   deliver(task: TaskRecord, firing: FiringRecord, text: string): Promise<void>;
-  /** True when a send to this conversation may be repeated safely (the platform deduplicates by the key). */
-  canRepeatSend(sessionKey: string): boolean;
+  /**
+   * True when a send to this conversation that began at `since` may be repeated now: the platform deduplicates
+   * by the key, and still does after that long.
+   */
+  canRepeatSend(sessionKey: string, since: number): boolean;
 }
 
 /** Options of {@link TaskScheduler}. */
@@ -356,13 +359,13 @@ export class TaskScheduler {
         continue;
       }
       // `delivering`: the previous run died during the send.
-      if (this.#options.runner.canRepeatSend(firing.sessionKey)) {
+      if (this.#options.runner.canRepeatSend(firing.sessionKey, firing.deliveringAt ?? firing.claimedAt)) {
         await this.#deliver(task, { ...firing, state: "answered" });
         continue;
       }
       await this.#finish(firing, "uncertain", {
         lastError:
-          "the server stopped during the send and this platform cannot tell a repeated message apart, so it was not sent again",
+          "the server stopped during the send and the platform could not tell a repeated message apart (it cannot, or no longer after this long), so it was not sent again",
       });
       return;
     }
@@ -389,7 +392,10 @@ export class TaskScheduler {
       await this.#finish(firing, "failed", { lastError: "the task was deleted before its reply was sent" });
       return;
     }
-    await this.#write({ type: "firing", firing: { ...firing, state: "delivering" } });
+    await this.#write({
+      type: "firing",
+      firing: { ...firing, state: "delivering", deliveringAt: this.#clock.now() },
+    });
     try {
       await this.#options.runner.deliver(task, firing, text);
     } catch (error) {

@@ -58,6 +58,8 @@ export interface FiringRecord {
   readonly reply?: string;
   readonly lastError?: string;
   readonly finishedAt?: number;
+  /** When the send began (a repeat after a crash is safe only within the platform's deduplication window). */
+  readonly deliveringAt?: number;
   /** When a failed attempt is tried again. */
   readonly retryAt?: number;
 }

@@ -42,8 +42,11 @@ export interface ChannelHub {
    * console's and the API's conversations get it through their transcript and the live events).
    */
   deliver(message: OutboundMessage): Promise<boolean>;
-  /** True when a send to this conversation may be repeated with the same key without a duplicate. */
-  canRepeatSend(sessionKey: string): boolean;
+  /**
+   * True when a send to this conversation that began at `since` may be repeated now with the same key without a
+   * duplicate (the platform deduplicates, and still does after that long).
+   */
+  canRepeatSend(sessionKey: string, since: number): boolean;
 }
 
 /** The channel of a session key (its first part). */
@@ -159,9 +162,11 @@ export function createChannelHub(options: ChannelHubOptions): ChannelHub {
       await adapter.send(message);
       return true;
     },
-    canRepeatSend(sessionKey) {
+    canRepeatSend(sessionKey, since) {
       const adapter = adapters.get(channelOf(sessionKey));
-      return adapter === undefined || adapter.idempotentSends === true;
+      if (adapter === undefined) return true;
+      const window = adapter.idempotencyWindowMs ?? Number.POSITIVE_INFINITY;
+      return adapter.idempotentSends === true && Date.now() - since < window;
     },
     async stop(deadlineMs) {
       const deadline = new Promise<void>((resolve) => setTimeout(resolve, deadlineMs).unref());

@@ -78,7 +78,7 @@ export const tasksPlugin = fp(
           await app.channels.deliver({ sessionKey: task.sessionKey, text, idempotencyKey: firing.id });
           app.events.publish({ type: "task-delivered", taskId: task.id, sessionKey: task.sessionKey, text });
         },
-        canRepeatSend: (sessionKey) => app.channels.canRepeatSend(sessionKey),
+        canRepeatSend: (sessionKey, since) => app.channels.canRepeatSend(sessionKey, since),
       },
     });
     app.decorate("tasks", scheduler);
