@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { ApiError, approvalPath, memoryFilePath, PATH_REFUSED, sessionPath } from "./api.js";
+import { ApiError, approvalPath, memoryFilePath, PATH_REFUSED, sessionPath, taskPath } from "./api.js";
 
 beforeAll(() => vi.stubGlobal("location", new URL("http://127.0.0.1:8787/memory")));
 afterAll(() => vi.unstubAllGlobals());
@@ -55,5 +55,12 @@ describe("API paths built from what a link carries", () => {
     expect(approvalPath("K7QD")).toBe("/api/approvals/K7QD");
     expect(approvalPath("a/b")).toBe("/api/approvals/a%2Fb");
     expect(refusal(() => approvalPath(".."))).toBe(PATH_REFUSED);
+  });
+
+  it("puts a task id into one path segment and refuses one that would climb out", () => {
+    expect(taskPath("T7K2QD")).toBe("/api/tasks/T7K2QD");
+    expect(taskPath("a/b?c")).toBe("/api/tasks/a%2Fb%3Fc");
+    expect(refusal(() => taskPath(".."))).toBe(PATH_REFUSED);
+    expect(refusal(() => taskPath(""))).toBe(PATH_REFUSED);
   });
 });

@@ -128,6 +128,11 @@ export function approvalPath(id: string): string {
   return under("/api/approvals/", pathSegment(id, "an approval id"), "an approval id");
 }
 
+/** `/api/tasks/{id}`. */
+export function taskPath(id: string): string {
+  return under("/api/tasks/", pathSegment(id, "a task id"), "a task id");
+}
+
 /** Answers a waiting tool call; resolves with the settled record (untrusted JSON), rejects with an `ApiError`. */
 export function decideApproval(id: string, decision: "approve" | "deny"): Promise<unknown> {
   return api(approvalPath(id), { method: "POST", body: { decision, via: "console" } });

@@ -144,3 +144,69 @@ export function useDebounced(action: () => void, delayMs = 250): () => void {
     timer.current = setTimeout(() => latest.current(), delayMs);
   };
 }
+
+/** What {@link useLiveData} gives a page: the data once read (with the changes since applied), or the error. */
+export interface LiveData<T> {
+  readonly data: T | undefined;
+  readonly error: unknown;
+  readonly live: LiveState;
+  /** Reads again (after a change made here while the stream is cut off). */
+  reload(): void;
+}
+
+/**
+ * Data read from the API and kept current by the live events: read when the component mounts (or `key`
+ * changes) and again on every (re)connect, since changes made while the stream was cut were not seen; every
+ * other event goes through `apply`. Events that arrive while a read is under way are applied over its answer, so
+ * nothing seen is lost to an answer that was already on its way.
+ */
+export function useLiveData<T>(
+  load: () => Promise<T>,
+  apply: (data: T, event: LiveEvent) => T,
+  key: string,
+): LiveData<T> {
+  const [state, setState] = useState<{ data: T | undefined; error: unknown }>({
+    data: undefined,
+    error: undefined,
+  });
+  // The events seen since the last read began; undefined when no read is under way.
+  const sinceRead = useRef<LiveEvent[] | undefined>(undefined);
+  const latest = useRef({ load, apply });
+  latest.current = { load, apply };
+  const read = () => {
+    const seen: LiveEvent[] = [];
+    sinceRead.current = seen;
+    latest.current.load().then(
+      (data) => {
+        if (sinceRead.current !== seen) return; // a later read answers instead
+        sinceRead.current = undefined;
+        setState({ data: seen.reduce(latest.current.apply, data), error: undefined });
+      },
+      (error: unknown) => {
+        if (sinceRead.current !== seen) return;
+        sinceRead.current = undefined;
+        setState((previous) => ({ ...previous, error }));
+      },
+    );
+  };
+  useEffect(() => {
+    setState({ data: undefined, error: undefined });
+    read();
+    return () => {
+      sinceRead.current = undefined;
+    };
+  }, [key]);
+  const live = useLiveEvents((event) => {
+    if (event.type === "snapshot") {
+      read();
+      return;
+    }
+    sinceRead.current?.push(event);
+    setState((previous) =>
+      previous.data === undefined
+        ? previous
+        : { ...previous, data: latest.current.apply(previous.data, event) },
+    );
+  });
+  return { ...state, live, reload: read };
+}

@@ -12,6 +12,7 @@ import { SessionDetailPage } from "./pages/session-detail.js";
 import { SessionsPage } from "./pages/sessions.js";
 import { SetupPage } from "./pages/setup.js";
 import { SystemPage } from "./pages/system.js";
+import { TasksPage } from "./pages/tasks.js";
 import { ToolsPage } from "./pages/tools.js";
 import { asRecord } from "./read.js";
 import { Link, navigate, useLocation } from "./router.js";
@@ -21,6 +22,7 @@ const NAV = [
   { href: "/sessions", label: "Sessions" },
   { href: "/memory", label: "Memory" },
   { href: "/tools", label: "Tools" },
+  { href: "/tasks", label: "Tasks" },
   { href: "/charts", label: "Charts" },
   { href: "/system", label: "System" },
 ] as const;
@@ -35,6 +37,7 @@ function Page(props: { path: string; query: URLSearchParams }) {
   if (path === "/memory") return html`<${MemoryPage} file=${query.get("file") ?? undefined} />`;
   if (path === "/system") return html`<${SystemPage} />`;
   if (path === "/tools") return html`<${ToolsPage} />`;
+  if (path === "/tasks") return html`<${TasksPage} />`;
   if (path === "/charts") return html`<${ChartsPage} />`;
   if (path === "/setup") return html`<${SetupPage} />`;
   return html`<${ChatPage} conversation=${query.get("conversation") || undefined} />`;

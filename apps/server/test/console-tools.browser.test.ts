@@ -193,7 +193,7 @@ describe("the Tools page and the approval dialog in a real browser", () => {
     const history = (await (await running.api("/api/approvals?state=approved")).json()) as {
       approvals: Approval[];
     };
-    expect(history.approvals).toMatchObject([{ id: asked.id, state: "approved", decidedBy: "api" }]);
+    expect(history.approvals).toMatchObject([{ id: asked.id, state: "approved", decidedBy: "console" }]);
   });
 
   it("sets the dialog aside with Escape and denies from the Tools page", async () => {
@@ -232,7 +232,7 @@ describe("the Tools page and the approval dialog in a real browser", () => {
     await item.waitFor({ state: "detached" });
     const row = page.locator(`table.approvals tr[data-approval="${asked.id}"]`);
     await row.locator(".state.denied").waitFor();
-    await row.getByText("by api").waitFor();
+    await row.getByText("by console").waitFor();
     await row.getByText("Show").click();
     await expect(row.locator("pre.approval-arguments").textContent()).resolves.toBe(
       '{\n  "a": 4,\n  "b": 5\n}',

@@ -36,6 +36,8 @@ export interface ChatViewProps {
   readonly title: string;
   /** A reply of this conversation is being written (by this view, another tab, or before this view opened). */
   readonly running: boolean;
+  /** Changes each time a scheduled task's reply is delivered into this conversation: its history is read again. */
+  readonly deliveries: number;
   /** Aborts the streams of the whole chat page (when it is left); switching conversations leaves them running. */
   readonly signal: AbortSignal;
   /** A message was answered (the conversation list refreshes). */
@@ -93,7 +95,7 @@ export function ChatView(props: ChatViewProps) {
     return () => {
       current = false;
     };
-  }, [conversation, historyGeneration]);
+  }, [conversation, historyGeneration, props.deliveries]);
 
   // A reply this view did not send (another tab's, or one still running when the view opened) is read from
   // the history once it ends.

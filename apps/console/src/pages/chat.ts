@@ -8,6 +8,7 @@ import {
   newConversationId,
   rememberConversation,
   rememberedConversation,
+  webSessionKey,
 } from "../conversations.js";
 import { useDebounced, useLiveEvents } from "../live.js";
 import { asArray, asRecord, str } from "../read.js";
@@ -53,6 +54,20 @@ function useRunningConversations(onChange: () => void): ReadonlySet<string> {
 }
 
 /**
+ * How many scheduled tasks' replies were delivered into `conversation` while the page was open (each
+ * `task-delivered` event for its session): the view reads its history again on each, so a reminder shows up in
+ * the open chat.
+ */
+function useTaskDeliveries(conversation: string): number {
+  const [count, setCount] = useState(0);
+  useLiveEvents((event) => {
+    if (event.type === "task-delivered" && str(event.data.sessionKey) === webSessionKey(conversation))
+      setCount((previous) => previous + 1);
+  });
+  return count;
+}
+
+/**
  * Talks to the assistant as the console's own channel (`web`): the conversations beside the open one (a
  * drawer on a phone), which `?conversation=` names; without it, the last one this browser had open, or a
  * new one.
@@ -64,6 +79,7 @@ export function ChatPage(props: { conversation: string | undefined }) {
   const list = useLoad(loadConversations, "conversations");
   const refresh = useDebounced(list.reload);
   const running = useRunningConversations(refresh);
+  const deliveries = useTaskDeliveries(conversation);
   // Leaving the chat page cancels a reply still streaming; switching conversations lets it finish.
   const pageStreams = useRef(new AbortController());
   useEffect(() => () => pageStreams.current.abort(), []);
@@ -113,6 +129,7 @@ export function ChatPage(props: { conversation: string | undefined }) {
         conversation=${conversation}
         title=${title}
         running=${running.has(conversation)}
+        deliveries=${deliveries}
         signal=${pageStreams.current.signal}
         listOpen=${listOpen}
         onAnswered=${refresh}

@@ -13,6 +13,8 @@ const createBody = z.object({
   cron: z.string().optional(),
   every: z.string().optional(),
   timeZone: z.string().optional(),
+  /** Where the owner created it, for the record (the console says so). */
+  via: z.enum(["api", "console"]).default("api"),
 });
 const listQuery = z.object({ sessionKey: z.string().optional() });
 const historyQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).default(50) });
@@ -55,7 +57,7 @@ export function registerTaskRoutes(app: FastifyInstance, tasks: TaskScheduler, t
           "request.invalid",
           'Send {"sessionKey", "instruction"} and one of "at" (local time), "in" (delay), "cron" or "every"; "timeZone" optional.',
         );
-      const { sessionKey, instruction, title, ...when } = body.data;
+      const { sessionKey, instruction, title, via, ...when } = body.data;
       try {
         parseSessionKey(sessionKey);
       } catch (error) {
@@ -75,7 +77,7 @@ export function registerTaskRoutes(app: FastifyInstance, tasks: TaskScheduler, t
         ...(title === undefined ? {} : { title }),
         schedule,
         timeZone: zone,
-        createdBy: "api",
+        createdBy: via,
       });
       return reply.status(201).send(task);
     },
