@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { applyRecency, dailyLogDate, isSpeakerAt, scoreHits, scoringLength } from "./hybrid-score.js";
+import { applyRecency, isSpeakerAt, scoreHits, scoringLength } from "./hybrid-score.js";
 import { memorySource } from "./memory-source.js";
 import { makeSnippet } from "./snippet.js";
 import { analyzeQuery } from "./text-analysis.js";
@@ -25,16 +25,6 @@ function hit(path: string, text: string, evidence: Partial<BackendHit> = {}): Ba
     ...evidence,
   };
 }
-
-describe("dailyLogDate", () => {
-  it("reads dated logs under memory/ only", () => {
-    expect(dailyLogDate("memory/2025-03-01.md")).toBe(Date.UTC(2025, 2, 1));
-    expect(dailyLogDate("memory/2025/2025-03-01.md")).toBe(Date.UTC(2025, 2, 1));
-    expect(dailyLogDate("MEMORY.md")).toBeUndefined();
-    expect(dailyLogDate("memory/notes.md")).toBeUndefined();
-    expect(dailyLogDate("other/2025-03-01.md")).toBeUndefined();
-  });
-});
 
 describe("applyRecency", () => {
   const score = fc.double({ min: 0, max: 1, noNaN: true });

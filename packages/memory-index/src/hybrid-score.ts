@@ -1,6 +1,7 @@
 import { embeddingInput } from "./chunk-markdown.js";
 import { memoizeFrozen } from "./frozen-memo.js";
 import { lineAt, lineStartsOf } from "./line-starts.js";
+import { dailyLogDate } from "./memory-source.js";
 import type { TextOccurrences } from "./snippet.js";
 import type { AnalyzedQuery, QueryConcept } from "./text-analysis.js";
 import { isAscii, normalizeForMatching, termOffsets, textLength } from "./text-matching.js";
@@ -37,15 +38,6 @@ export interface ScoredHit {
 }
 
 const dayMs = 86_400_000;
-const datedLog = /(?:^|\/)(\d{4})-(\d{2})-(\d{2})\.md$/u;
-
-/** The date (UTC ms) of a daily log `memory/YYYY-MM-DD.md`, or undefined for any other file. */
-export function dailyLogDate(path: string): number | undefined {
-  const match = datedLog.exec(path);
-  if (match === null || !path.startsWith("memory/")) return undefined;
-  const time = Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3]));
-  return Number.isNaN(time) ? undefined : time;
-}
 
 /** What a chunk is searched by: its path, its heading path and its text (the same on both sides). */
 export function searchableText(chunk: Pick<StoredChunk, "path" | "headings" | "text">): string {

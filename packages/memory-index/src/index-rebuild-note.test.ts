@@ -52,7 +52,7 @@ describe("search while the index is being rebuilt", () => {
     const output: unknown = JSON.parse(result.content as string);
     expect(output).toMatchObject({
       results: [],
-      note: expect.stringMatching(/being rebuilt.*Nothing in memory matched/u),
+      note: expect.stringMatching(/being rebuilt.*Nothing in memory shares a word with the query/u),
     });
   });
 });

@@ -124,6 +124,78 @@ describe("createMemorySearch", () => {
     }
   });
 
+  it("returns a passage that shares only one word with the question, however low it scores", async () => {
+    const filler = Array.from({ length: 8 }, (_, index) => [
+      `memory/2025-01-0${index + 1}.md`,
+      `Groceries ${index}: oat milk, lentils, rice, apples and a loaf of rye bread.`,
+    ]);
+    const answer =
+      "The kiln at the community hall fires on Thursdays, and the teacher says the bowls are finally " +
+      "symmetrical after six weeks of trying; they can be picked up at the weekend.";
+    await put({ ...Object.fromEntries(filler), "memory/2025-02-01.md": answer });
+    const search = createMemorySearch({ backend });
+    const question = "Which pottery studio runs the weekend classes?";
+    const { results } = await search.search(question);
+    expect(results.map((result) => result.path)).toEqual(["memory/2025-02-01.md"]);
+    // A fixed floor would have hidden it: it is the only passage that matches, and it scores low.
+    expect(results[0]!.score).toBeLessThan(0.25);
+    expect((await search.search(question, { minScore: 0.25 })).results).toEqual([]);
+  });
+
+  it("returns nothing when no passage shares a meaningful word with the query", async () => {
+    await put({
+      "memory/2025-01-01.md": "What did they do about it? They would not say when.",
+      "memory/2025-01-02.md": "Booked the dentist for March.",
+    });
+    const response = await createMemorySearch({ backend }).search("What did they do about the zeppelin?");
+    expect(response.results).toEqual([]);
+    const dentist = await createMemorySearch({ backend }).search("What did they do about the dentist?");
+    expect(dentist.results.map((result) => result.path)).toEqual(["memory/2025-01-02.md"]);
+  });
+
+  it("keeps a hit found by its vector alone only from unmatchedMinScore up", async () => {
+    const vector = (x: number) => [x, Math.sqrt(1 - x * x), ...Array.from({ length: 14 }, () => 0)];
+    const texts = {
+      "memory/text.md": "Zebra migration happens in July.",
+      "memory/close.md": "Striped grazers cross the river.",
+      "memory/far.md": "The tax forms are due in April.",
+    };
+    const embedder = createTableEmbedder(
+      new Map([
+        ["zebra", vector(1)],
+        [texts["memory/text.md"], vector(0)],
+        [texts["memory/close.md"], vector(0.9)],
+        [texts["memory/far.md"], vector(0.2)],
+      ]),
+    );
+    await put(texts, embedder);
+    const response = await createMemorySearch({ backend, embedder }).search("zebra");
+    expect(response.mode).toBe("hybrid");
+    expect(response.results.map((result) => result.path).sort()).toEqual([
+      "memory/close.md",
+      "memory/text.md",
+    ]);
+    const lower = await createMemorySearch({ backend, embedder, unmatchedMinScore: 0.1 }).search("zebra");
+    expect(lower.results.map((result) => result.path)).toContain("memory/far.md");
+  });
+
+  it("dates each hit: a daily log by its day, MEMORY.md and notes by when the file was last modified", async () => {
+    const modified = Date.UTC(2026, 10, 20, 9, 0);
+    for (const [file, text] of [
+      ["memory/2025-03-14.md", "Moved the book club to the library on Elm Street."],
+      ["MEMORY.md", "The book club meets monthly."],
+      ["memory/clubs/book-club.md", "Book club reading list: Middlemarch."],
+    ] as const) {
+      await backend.upsertFile(fileFor(file, text, modified), indexChunks(file, text));
+    }
+    const { results } = await createMemorySearch({ backend }).search("book club");
+    expect(Object.fromEntries(results.map((result) => [result.path, result.date]))).toEqual({
+      "memory/2025-03-14.md": "2025-03-14",
+      "MEMORY.md": "2026-11-20",
+      "memory/clubs/book-club.md": "2026-11-20",
+    });
+  });
+
   it("answers an empty query with no results and a note", async () => {
     const response = await createMemorySearch({ backend }).search("  ?! ");
     expect(response).toEqual({ results: [], mode: "text", note: "The query has no words to search for." });

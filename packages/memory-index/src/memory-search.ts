@@ -1,7 +1,8 @@
 import { describeError, type Embedder, isAlmanacError, type Logger, silentLogger } from "@almanac/core";
 import type { ScopePathFilter } from "@almanac/memory-files";
 import { createEmbeddingGate, type EmbeddingGate, isEmbeddingGate } from "./embedding-gate.js";
-import { type ScoringOptions, scoreHits } from "./hybrid-score.js";
+import { type ScoredHit, type ScoringOptions, scoreHits } from "./hybrid-score.js";
+import { passageDate } from "./memory-source.js";
 import { makeSnippet } from "./snippet.js";
 import { analyzeQuery } from "./text-analysis.js";
 import { planTextQuery, type TextQueryPlan } from "./text-query-plan.js";
@@ -23,8 +24,17 @@ export interface MemorySearchConfig {
   readonly clock?: () => number;
   /** Results returned when the caller gives no `maxResults` (default 8). */
   readonly maxResults?: number;
-  /** Score floor when the caller gives no `minScore` (default 0.25). Exact keyword hits ignore it. */
+  /**
+   * Score floor when the caller gives no `minScore` (default: none, see `unmatchedMinScore`). Exact keyword hits
+   * ignore it. A fixed floor hides answers: a passage that shares only a name with a question may be the one
+   * that answers it (docs/memory-search.md, "Filtering").
+   */
   readonly minScore?: number;
+  /**
+   * With no `minScore` from the caller or here: the lowest score of a hit that shares no meaningful (non-stop)
+   * word with the query, i.e. one found by its vector alone (default 0.25). Hits sharing one are all kept.
+   */
+  readonly unmatchedMinScore?: number;
   /** Candidates taken from each side, as a multiple of `maxResults` (default 4, at least 24). */
   readonly candidateMultiplier?: number;
   /** Longest wait for the query's embedding before answering full-text only (default 5000 ms). */
@@ -47,6 +57,10 @@ export interface MemorySearchConfig {
 /** Per-call options of {@link MemorySearch.search}. */
 export interface SearchOptions {
   readonly maxResults?: number;
+  /**
+   * Drop hits scoring under this, except exact keyword hits. Default: the search's `minScore`, or else keep every
+   * hit sharing a meaningful word with the query (see {@link MemorySearchConfig.unmatchedMinScore}).
+   */
   readonly minScore?: number;
   readonly signal?: AbortSignal;
   /** Only files passing this filter (the caller's memory scope); default: every indexed file. */
@@ -65,13 +79,27 @@ export interface MemorySearch {
   readonly embeddings: EmbeddingGate;
 }
 
+/**
+ * The floor. With a `minScore`, a hit under it goes unless it is an exact keyword hit. Without one (the default),
+ * every hit sharing a meaningful word with the query stays, however low it scores (the answer to a question may
+ * share only a name with it, and ranking already put the likelier passages first); a hit sharing none, found by
+ * its vector alone, stays from `unmatchedMinScore` up. Measured with bench/conversational-retrieval.ts.
+ */
+function keepsHit(
+  hit: ScoredHit,
+  floor: { readonly minScore: number | undefined; readonly unmatchedMinScore: number },
+): boolean {
+  if (floor.minScore !== undefined) return hit.score >= floor.minScore || hit.exact;
+  return hit.coverage > 0 || hit.score >= floor.unmatchedMinScore;
+}
+
 function textNote(reason: string): string {
   return `Full-text search only: ${reason}. Notes that say the same thing in other words may be missed.`;
 }
 
 /**
  * Creates the hybrid search: full-text and vector candidates from the backend, scored on one scale
- * (see `scoreHits`), then `maxResults` and `minScore` (which never drops an exact keyword hit).
+ * (see `scoreHits`), then the floor (see {@link keepsHit}) and `maxResults`.
  */
 export function createMemorySearch(config: MemorySearchConfig): MemorySearch {
   const { backend } = config;
@@ -84,7 +112,8 @@ export function createMemorySearch(config: MemorySearchConfig): MemorySearch {
         : createEmbeddingGate({ embedder: config.embedder, logger });
   const clock = config.clock ?? Date.now;
   const defaultMaxResults = config.maxResults ?? 8;
-  const defaultMinScore = config.minScore ?? 0.25;
+  const defaultMinScore = config.minScore;
+  const unmatchedMinScore = config.unmatchedMinScore ?? 0.25;
   const multiplier = config.candidateMultiplier ?? 4;
   const timeoutMs = config.queryEmbeddingTimeoutMs ?? 5000;
   const textMatchBudget = config.textMatchBudget ?? 5000;
@@ -155,7 +184,7 @@ export function createMemorySearch(config: MemorySearchConfig): MemorySearch {
 
     async search(query, options = {}) {
       const maxResults = Math.max(1, Math.floor(options.maxResults ?? defaultMaxResults));
-      const minScore = options.minScore ?? defaultMinScore;
+      const floor = { minScore: options.minScore ?? defaultMinScore, unmatchedMinScore };
       const analyzed = analyzeQuery(query.trim());
       if (analyzed.concepts.length === 0) {
         return { results: [], mode: embeddings.mode(), note: "The query has no words to search for." };
@@ -186,7 +215,7 @@ export function createMemorySearch(config: MemorySearchConfig): MemorySearch {
         ...(config.scoring === undefined ? {} : { options: config.scoring }),
       });
       const results: MemorySearchResult[] = scored
-        .filter((hit) => hit.score >= minScore || hit.exact)
+        .filter((hit) => keepsHit(hit, floor))
         .slice(0, maxResults)
         .map((hit) => {
           // The range is the chunk that matched (what `memory_get` reads back, the snippet's lines among
@@ -206,6 +235,7 @@ export function createMemorySearch(config: MemorySearchConfig): MemorySearch {
             score: Math.round(hit.score * 1000) / 1000,
             snippet: snippet.text,
             source: hit.chunk.source,
+            date: passageDate(hit.chunk.path, hit.chunk.updatedAt),
             mode,
           };
         });

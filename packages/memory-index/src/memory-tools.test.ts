@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createToolkit, type Toolkit } from "@almanac/agent";
@@ -24,6 +24,7 @@ const searchOutput = z.object({
       path: z.string(),
       startLine: z.number(),
       endLine: z.number(),
+      date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/u),
       score: z.number(),
       source: z.string(),
       snippet: z.string(),
@@ -75,19 +76,38 @@ describe("memory_search", () => {
       expect(output).toMatchObject({
         mode: "text",
         note: expect.stringContaining("Full-text search only"),
-        results: [{ path: "memory/2025-06-01.md", startLine: 1, endLine: 3, source: "daily" }],
+        results: [
+          { path: "memory/2025-06-01.md", startLine: 1, endLine: 3, date: "2025-06-01", source: "daily" },
+        ],
       });
     } finally {
       await indexer.close();
     }
   });
 
-  it("says plainly when nothing matched", async () => {
+  it("says plainly when nothing shares a word with the query", async () => {
     const result = await call("memory_search", { query: "zeppelin" });
     const output = searchOutput.parse(JSON.parse(result.content));
     expect(output.results).toEqual([]);
-    expect(output.note).toContain("Nothing in memory matched");
+    expect(output.note).toContain("Nothing in memory shares a word with the query");
     expect(result.isError).toBeUndefined();
+  });
+
+  it("dates every passage, so the model can tell the newest of two statements", async () => {
+    await writeFile(path.join(workspace, "memory", "2025-03-01.md"), "The book club meets at the library.\n");
+    await writeFile(path.join(workspace, "memory", "2025-05-10.md"), "The book club moved to the café.\n");
+    await writeFile(path.join(workspace, "MEMORY.md"), "Book club: first Tuesday of the month.\n");
+    const edited = new Date(Date.UTC(2025, 5, 2, 10, 0));
+    await utimes(path.join(workspace, "MEMORY.md"), edited, edited);
+    await createMemoryIndexer({ workspace, backend }).sync();
+    const output = searchOutput.parse(
+      JSON.parse((await call("memory_search", { query: "book club" })).content),
+    );
+    expect(Object.fromEntries(output.results.map((result) => [result.path, result.date]))).toEqual({
+      "memory/2025-03-01.md": "2025-03-01",
+      "memory/2025-05-10.md": "2025-05-10",
+      "MEMORY.md": "2025-06-02",
+    });
   });
 
   it("reports a failing index as a tool error instead of throwing", async () => {

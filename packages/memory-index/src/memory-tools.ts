@@ -39,7 +39,7 @@ export interface MemoryToolsOptions {
 }
 
 /** Snippet sizes tried, largest first, when a search result must shrink to fit the output budget. */
-const SHRINKING_SNIPPETS = [450, 300, 200] as const;
+const SHRINKING_SNIPPETS = [450, 300, 200, 120] as const;
 /** Results kept before snippets start to shrink: a few full passages beat many cut ones. */
 const RESULTS_BEFORE_SHRINKING = 3;
 
@@ -66,7 +66,9 @@ const memorySearchParameters = z.object({
     .min(0)
     .max(1)
     .optional()
-    .describe("Drop passages scoring below this, 0-1 (default 0.25)."),
+    .describe(
+      "Drop passages scoring below this, 0-1 (default: keep every passage that shares a word with the query).",
+    ),
 });
 
 const memoryGetSchemas = new Map<string, ReturnType<typeof buildMemoryGetParameters>>();
@@ -125,8 +127,9 @@ export function createMemoryTools(options: MemoryToolsOptions): Tool[] {
       (shared === undefined
         ? "Search long-term memory (MEMORY.md and the notes and daily logs in memory/) for facts, decisions, "
         : `Search this chat's own log (${shared}) for facts, decisions, `) +
-      "people, ticket ids and past conversations. Returns the best matching passages with their file path " +
-      "and line range; use memory_get to read more around a hit.",
+      "people, ticket ids and past conversations. Returns the best matching passages, best first, with their " +
+      "file path, line range and date (a daily log's day, or when the file was last changed): when passages " +
+      "disagree, the newest one is current. Use memory_get to read more around a hit.",
     parameters: memorySearchParameters,
     async execute(args, context) {
       try {
@@ -140,7 +143,10 @@ export function createMemoryTools(options: MemoryToolsOptions): Tool[] {
           });
           const note =
             response.results.length === 0
-              ? [response.note, "Nothing in memory matched; try other words or a shorter query."]
+              ? [
+                  response.note,
+                  "Nothing in memory shares a word with the query; try other words (a synonym, a name, an id).",
+                ]
                   .filter((part) => part !== undefined)
                   .join(" ")
               : response.note;
@@ -157,10 +163,11 @@ export function createMemoryTools(options: MemoryToolsOptions): Tool[] {
                   : {}),
                 results: response.results
                   .slice(0, kept)
-                  .map(({ path: file, startLine, endLine, score, source, snippet }) => ({
+                  .map(({ path: file, startLine, endLine, date, score, source, snippet }) => ({
                     path: file,
                     startLine,
                     endLine,
+                    date,
                     score,
                     source,
                     snippet,

@@ -191,6 +191,11 @@ export interface MemorySearchResult {
   readonly score: number;
   readonly snippet: string;
   readonly source: MemorySource;
+  /**
+   * `YYYY-MM-DD`: the daily log's own date, or the day (UTC) the file was last modified (MEMORY.md, notes).
+   * When passages disagree, the newest statement is the one that holds now.
+   */
+  readonly date: string;
   readonly mode: SearchMode;
 }
 
