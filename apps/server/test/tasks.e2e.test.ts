@@ -79,6 +79,7 @@ describe("reminders through the real server", () => {
     expect(((await bad.json()) as { error: { code: string; message: string } }).error).toMatchObject({
       code: "task.schedule_invalid",
     });
+    expect((await server.api("/api/tasks/firings?limit=abc")).status).toBe(400);
     const past = await create({ sessionKey: "api:default:api:me", instruction: "x", at: "2020-01-01T09:00" });
     expect(((await past.json()) as { error: { message: string } }).error.message).toContain("in the past");
 

@@ -19,6 +19,13 @@ const createBody = z.object({
 const listQuery = z.object({ sessionKey: z.string().optional() });
 const historyQuery = z.object({ limit: z.coerce.number().int().min(1).max(500).default(50) });
 
+/** A query string as the route takes it, or a 400 that says what it takes. */
+function queryOf<T>(schema: z.ZodType<T>, query: unknown): T {
+  const parsed = schema.safeParse(query);
+  if (!parsed.success) throw new UserError("request.invalid", "limit must be a number from 1 to 500.");
+  return parsed.data;
+}
+
 /**
  * `/api/tasks`: list, create, pause, resume, delete, run now, and the history of firings with their outcomes.
  * A task created here belongs to the conversation named by `sessionKey` and runs there, with its scope.
@@ -39,7 +46,7 @@ export function registerTaskRoutes(app: FastifyInstance, tasks: TaskScheduler, t
     "/api/tasks",
     { schema: { tags: ["admin"], summary: "Scheduled tasks, next first" } },
     async (request) => {
-      const query = listQuery.parse(request.query);
+      const query = queryOf(listQuery, request.query);
       return {
         tasks: tasks.tasks(query.sessionKey === undefined ? {} : { sessionKey: query.sessionKey }),
         counts: tasks.counts(),
@@ -88,7 +95,7 @@ export function registerTaskRoutes(app: FastifyInstance, tasks: TaskScheduler, t
     { schema: { tags: ["admin"], summary: "One task and its firings" } },
     async (request) => {
       const task = known(idOf(request.params));
-      const { limit } = historyQuery.parse(request.query);
+      const { limit } = queryOf(historyQuery, request.query);
       return { task, firings: tasks.firings({ taskId: task.id, limit }) };
     },
   );
@@ -127,7 +134,7 @@ export function registerTaskRoutes(app: FastifyInstance, tasks: TaskScheduler, t
     "/api/tasks/firings",
     { schema: { tags: ["admin"], summary: "Recent firings of every task, newest first" } },
     async (request) => {
-      const { limit } = historyQuery.parse(request.query);
+      const { limit } = queryOf(historyQuery, request.query);
       return { firings: tasks.firings({ limit }) };
     },
   );

@@ -51,7 +51,9 @@ export function registerToolRoutes(app: FastifyInstance, tools: ServerTools): vo
     "/api/approvals/:id",
     { schema: { tags: ["admin"], summary: 'Answer a waiting tool call: {"decision": "approve" | "deny"}' } },
     async (request) => {
-      const id = idParams.parse(request.params).id;
+      const params = idParams.safeParse(request.params);
+      if (!params.success) throw new UserError("request.invalid", "An approval id is required in the path.");
+      const { id } = params.data;
       const body = decisionBody.safeParse(request.body);
       if (!body.success)
         throw new UserError("request.invalid", 'Send {"decision": "approve"} or {"decision": "deny"}.');
