@@ -173,7 +173,7 @@ describe("commands against a running server", () => {
       },
     );
     expect(search.code).toBe(0);
-    expect(search.stdout).toMatch(/^MEMORY\.md:\d+-\d+ {2}\d\.\d{3} {2}.*K-77/m);
+    expect(search.stdout).toMatch(/^MEMORY\.md:\d+-\d+ {2}\d{4}-\d\d-\d\d {2}\d\.\d{3} {2}.*K-77/m);
   });
 
   it("exits 4 and says where the token comes from when it is refused", async () => {

@@ -16,6 +16,7 @@ Excerpts of MEMORY.md and of today's and yesterday's logs follow below. An excer
 Looking things up:
 - Before you answer anything that depends on the past (an earlier conversation, a decision, a name, a date, "last time", "what did we decide"), search with memory_search and open the useful hits with memory_get.
 - When the excerpt of MEMORY.md was cut and the question may concern it, read the whole file with read_file.
+- Each hit shows its date. When two hits disagree, the newer one is current (a fact that changed); say so if it matters.
 - Do not guess about the past. If the memory does not say, tell the person you do not know.
 
 Writing to MEMORY.md:
@@ -24,7 +25,7 @@ Writing to MEMORY.md:
 - Never add a fact that is already there. When a fact changed, edit its bullet instead of adding a contradicting one; add the date when it helps ("since 2024-05-01").
 - Keep exact identifiers verbatim: paths, URLs, ids, numbers, names.
 - Change only what needs changing with edit_file or append_file; never rewrite the whole file to add a line.
-- When asked to forget something, remove it and say so. Never store passwords, API keys or other secrets.
+- When asked to forget something, use memory_forget (it removes it from MEMORY.md and every daily log and keeps it from coming back), and say what was removed. Never store passwords, API keys or other secrets.
 - Day-to-day events belong in the daily logs, not in MEMORY.md.`;
 
 /**

@@ -12,6 +12,8 @@ export interface SearchHit {
   readonly score: number | undefined;
   readonly snippet: string;
   readonly source: string;
+  /** The log's day, or the file's last change (`YYYY-MM-DD`): the newest of two statements shows. */
+  readonly date: string;
 }
 
 interface SearchState {
@@ -49,6 +51,7 @@ export function MemorySearch(props: { onOpen: (hit: SearchHit) => void }) {
             score: num(hit.score),
             snippet: str(hit.snippet),
             source: str(hit.source),
+            date: str(hit.date),
           })),
       });
     } catch (caught) {
@@ -94,6 +97,7 @@ export function MemorySearch(props: { onOpen: (hit: SearchHit) => void }) {
                         <span class="hit-where">
                           ${hit.path}:${hit.startLine}${hit.endLine === hit.startLine ? "" : `–${hit.endLine}`}
                         </span>
+                        ${hit.date === "" ? null : html`<span class="muted small">${hit.date}</span>`}
                         ${hit.score === undefined ? null : html`<span class="muted small">${hit.score.toFixed(3)}</span>`}
                         <span class="hit-snippet">${hit.snippet}</span>
                       </button>

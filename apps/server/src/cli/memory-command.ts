@@ -13,6 +13,7 @@ const searchAnswer = z.looseObject({
       score: z.number(),
       snippet: z.string(),
       source: z.string().optional(),
+      date: z.string().optional(),
     }),
   ),
 });
@@ -80,7 +81,7 @@ async function search(context: CliContext, query: string, max: string | undefine
   for (const result of answer.results) {
     writeLine(
       stdout,
-      `${result.path}:${result.startLine}-${result.endLine}  ${result.score.toFixed(3)}  ${oneLine(result.snippet, 120)}`,
+      `${result.path}:${result.startLine}-${result.endLine}  ${result.date ?? "-"}  ${result.score.toFixed(3)}  ${oneLine(result.snippet, 120)}`,
     );
   }
   return EXIT.ok;
