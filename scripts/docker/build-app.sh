@@ -78,7 +78,17 @@ cd apps/server
 node --input-type=module -e '
 import { readFileSync } from "node:fs";
 const { dependencies } = JSON.parse(readFileSync("package.json", "utf8"));
-for (const name of Object.keys(dependencies).filter((name) => !name.startsWith("@almanac/"))) await import(name);
+for (const name of Object.keys(dependencies).filter((name) => !name.startsWith("@almanac/"))) {
+  try {
+    await import(name);
+  } catch (error) {
+    // The MCP SDK (1.x) declares a root entry it does not ship: such a package is loaded through a subpath.
+    const { exports } = JSON.parse(readFileSync(`node_modules/${name}/package.json`, "utf8"));
+    const subpath = Object.keys(exports ?? {}).find((key) => key.startsWith("./") && !key.includes("*"));
+    if (error.code !== "ERR_MODULE_NOT_FOUND" || subpath === undefined) throw error;
+    await import(`${name}/${subpath.slice(2)}`);
+  }
+}
 const { default: Database } = await import("better-sqlite3");
 const database = new Database(":memory:");
 (await import("sqlite-vec")).load(database);

@@ -140,8 +140,13 @@ describe("reminders through the real server", () => {
     remindingModel(server, "1s");
     discord.dispatchMessage({ where: "channel", content: " remind me in 1 s to stretch", mention: "user" });
     await waitUntil(() => discord.sent().length === 2, { timeoutMs: 10_000 });
-    expect(discord.sent()[1]).toMatchObject({ content: "Time to stretch!", channelId: discord.world.ids.channel });
-    const fired = server.llm.chatRequests().find((request) => lastUserText(request).startsWith("[Scheduled task"));
+    expect(discord.sent()[1]).toMatchObject({
+      content: "Time to stretch!",
+      channelId: discord.world.ids.channel,
+    });
+    const fired = server.llm
+      .chatRequests()
+      .find((request) => lastUserText(request).startsWith("[Scheduled task"));
     const prompt = JSON.stringify(fired?.messages);
     expect(prompt).not.toContain("4711");
     const tools = JSON.stringify(fired?.tools ?? []);
@@ -183,13 +188,17 @@ describe("reminders through the real server", () => {
     await writeFile(join(server.home, "workspace", "HEARTBEAT.md"), "- Passport renewal due before March.\n");
     await run("silent");
     expect(server.llm.chatRequests()).toHaveLength(1);
-    expect(lastUserText(server.llm.chatRequests()[0] as never)).toContain("Passport renewal due before March.");
+    expect(lastUserText(server.llm.chatRequests()[0] as never)).toContain(
+      "Passport renewal due before March.",
+    );
     expect(discord.sent()).toEqual([]);
     answer = "Your passport renewal is due before March: book an appointment this week.";
     await run("delivered");
     expect(discord.sent().map((sent) => sent.content)).toEqual([answer]);
     // The checks happened in the heartbeat's own conversation, not in the DM.
-    const sessions = (await (await server.api("/api/sessions")).json()) as { sessions: Array<{ key: string }> };
+    const sessions = (await (await server.api("/api/sessions")).json()) as {
+      sessions: Array<{ key: string }>;
+    };
     expect(sessions.sessions.map((session) => session.key)).toEqual(["api:default:api:heartbeat"]);
   }, 30_000);
 });

@@ -90,6 +90,8 @@ export class ApprovalCenter {
   readonly #waiters = new Map<string, Waiter>();
   #writes: Promise<void> = Promise.resolve();
   #closed = false;
+  /** Approvals being recorded: nobody is shown or may answer one before it is on disk. */
+  readonly #unsaved = new Set<string>();
 
   constructor(options: ApprovalCenterOptions) {
     this.#options = options;
@@ -141,18 +143,23 @@ export class ApprovalCenter {
 
   /** Pending approvals, oldest first. */
   pending(): ApprovalRecord[] {
-    return this.#records.filter((record) => record.state === "pending");
+    return this.#records.filter((record) => record.state === "pending" && !this.#unsaved.has(record.id));
   }
 
   /** Recent approvals, newest first (pending ones included). */
   recent(limit = 50): ApprovalRecord[] {
-    return [...this.#records].reverse().slice(0, limit);
+    return [...this.#records]
+      .filter((record) => !this.#unsaved.has(record.id) || record.state !== "pending")
+      .reverse()
+      .slice(0, limit);
   }
 
   get(id: string): ApprovalRecord | undefined {
     const wanted = id.trim().toUpperCase();
     // Ids are unique among pending approvals; an old one may share an id with a newer: the newest wins.
-    return this.#records.findLast((record) => record.id === wanted);
+    return this.#records.findLast(
+      (record) => record.id === wanted && (record.state !== "pending" || !this.#unsaved.has(record.id)),
+    );
   }
 
   /**
@@ -187,9 +194,12 @@ export class ApprovalCenter {
       state: "pending",
     };
     this.#records.push(record);
+    this.#unsaved.add(record.id);
     try {
       await this.#save();
+      this.#unsaved.delete(record.id);
     } catch (error) {
+      this.#unsaved.delete(record.id);
       this.#records = this.#records.filter((kept) => kept !== record);
       const failed = this.#finish(record, "closed", {
         reason: `the approval could not be recorded (${describeError(error)})`,
@@ -236,7 +246,9 @@ export class ApprovalCenter {
   /** Closes every pending approval (the server is stopping); their turns get a refusal. */
   async close(): Promise<void> {
     this.#closed = true;
-    for (const record of this.pending()) this.#settle(record.id, "closed", { reason: "the server stopped" });
+    // Every pending one, those still being recorded too: their turns are answered at once.
+    for (const record of this.#records.filter((entry) => entry.state === "pending"))
+      this.#settle(record.id, "closed", { reason: "the server stopped" });
     await this.#writes.catch(() => {});
   }
 

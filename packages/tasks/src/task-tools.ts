@@ -16,33 +16,13 @@ export interface TaskToolOptions {
 }
 
 const createParameters = z.object({
-  instruction: z
-    .string()
-    .min(1)
-    .max(4000)
-    .describe(
-      "What you will be told to do when the task fires, written to your future self, e.g. 'Remind them to call the bank.' or 'Summarise last week's daily log in five bullet points.'",
-    ),
-  title: z.string().max(80).optional().describe("A few words for lists (default: the instruction's start)."),
-  at: z
-    .string()
-    .optional()
-    .describe("Once, at this local date and time: '2026-12-07T09:00' (read in timeZone)."),
-  in: z.string().optional().describe("Once, after this delay from now: '90s', '20 minutes', '2h', '1 day'."),
-  cron: z
-    .string()
-    .optional()
-    .describe(
-      "Recurring, on this five-field cron expression read in timeZone: '30 8 * * 1' is Mondays 08:30.",
-    ),
-  every: z
-    .string()
-    .optional()
-    .describe("Recurring, every this long from now: '1h', '30 minutes' (at least 1 minute)."),
-  timeZone: z
-    .string()
-    .optional()
-    .describe("IANA time zone for at and cron, e.g. 'Europe/Berlin' (default: the person's)."),
+  instruction: z.string().min(1).max(4000).describe("What to do when it fires, e.g. 'Remind them to call the bank.'"),
+  title: z.string().max(80).optional(),
+  at: z.string().optional().describe("Once, at a local time: '2026-12-07T09:00'."),
+  in: z.string().optional().describe("Once, after a delay: '20 minutes', '2h'."),
+  cron: z.string().optional().describe("Recurring, five-field cron in timeZone: '30 8 * * 1'."),
+  every: z.string().optional().describe("Recurring interval, at least 1 minute: '1h'."),
+  timeZone: z.string().optional().describe("IANA zone, default the person's."),
 });
 
 /** One task as the tools show it: what, when next, in the person's time zone. */
@@ -69,7 +49,7 @@ export function createTaskTools(options: TaskToolOptions): Tool[] {
   const create = defineTool({
     name: "task_create",
     description:
-      "Schedule something you will do later in this conversation: a reminder or a recurring task. Give the instruction and exactly one of at, in, cron or every. Answers with the next fire times; confirm them to the person.",
+      "Schedule a reminder or recurring task in this conversation: an instruction and exactly one of at, in, cron, every. Confirm the next times it answers with.",
     parameters: createParameters,
     async execute(args) {
       const timeZone = args.timeZone ?? options.timeZone;
@@ -108,7 +88,7 @@ export function createTaskTools(options: TaskToolOptions): Tool[] {
   });
   const list = defineTool({
     name: "task_list",
-    description: "List the scheduled tasks of this conversation with their next fire times.",
+    description: "This conversation's scheduled tasks and their next times.",
     parameters: z.object({}),
     async execute() {
       const tasks = scheduler
@@ -120,8 +100,8 @@ export function createTaskTools(options: TaskToolOptions): Tool[] {
   });
   const cancel = defineTool({
     name: "task_cancel",
-    description: "Cancel a scheduled task of this conversation by its id (from task_list).",
-    parameters: z.object({ id: z.string().min(1).describe("The task id, e.g. T7K2Q.") }),
+    description: "Cancel a scheduled task of this conversation by id.",
+    parameters: z.object({ id: z.string().min(1) }),
     async execute({ id }) {
       const task = scheduler.task(id);
       if (task === undefined || task.sessionKey !== sessionKey)

@@ -37,7 +37,7 @@ async function run(args: string[]) {
 }
 
 describe("almanac memory", () => {
-  it("search prints path:start-end, score and snippet, passing the query and --max", async () => {
+  it("search prints path:start-end, date, score and snippet, passing the query and --max", async () => {
     const seen: string[] = [];
     const url = await fakeServer((request, response) => {
       seen.push(`${request.method} ${request.url} ${request.headers.authorization}`);
@@ -51,6 +51,7 @@ describe("almanac memory", () => {
             endLine: 5,
             score: 0.91234,
             snippet: "Deploy key\nis K-77",
+            date: "2026-11-30",
             source: "memory",
           },
         ],
@@ -58,7 +59,7 @@ describe("almanac memory", () => {
     });
     const result = await run(["memory", "search", "deploy", "key", "--max", "3", "--url", url]);
     expect(result.code).toBe(0);
-    expect(result.stdout).toBe("MEMORY.md:3-5  0.912  Deploy key is K-77\n");
+    expect(result.stdout).toBe("MEMORY.md:3-5  2026-11-30  0.912  Deploy key is K-77\n");
     expect(result.stderr).toBe("note: embeddings not configured\n");
     expect(seen).toEqual(["GET /api/memory/search?q=deploy+key&maxResults=3 Bearer token-0123456789abcdef"]);
   });

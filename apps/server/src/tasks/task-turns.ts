@@ -27,12 +27,7 @@ function conversationOf(sessionKey: string): {
  * The message a firing puts into its conversation: the task's instruction, marked as a scheduled task with its
  * time (and whether it is late), so the model knows it speaks first and the transcript says why it did.
  */
-export function taskInbound(
-  task: TaskRecord,
-  firing: FiringRecord,
-  text: string,
-  now: number,
-): InboundMessage {
+export function taskInbound(firing: FiringRecord, text: string, now: number): InboundMessage {
   const { channel, account, conversation } = conversationOf(firing.sessionKey);
   return {
     sessionKey: firing.sessionKey,

@@ -23,14 +23,8 @@ function forgetTool(memory: Memory, sessionKey: string): Tool {
   return defineTool({
     name: "memory_forget",
     description:
-      "Forget a fact for good when the person asks you to: removes every line of MEMORY.md and the daily logs that mentions the phrase, updates the search index at once, and keeps the fact from being written back. Give a short distinctive phrase of the fact (a name, a number, a few words), not a common word. Tell the person what was removed.",
-    parameters: z.object({
-      phrase: z
-        .string()
-        .min(3)
-        .max(200)
-        .describe("Words that appear in every line to forget, e.g. 'safe code 4711'."),
-    }),
+      "Forget a fact when asked: removes every line of MEMORY.md and the daily logs that mentions the phrase, and keeps it from coming back. Use a short distinctive phrase; say what was removed.",
+    parameters: z.object({ phrase: z.string().min(3).max(200) }),
     async execute({ phrase }) {
       const report = await memory.forget(phrase, sessionKey);
       if (report.files.length === 0)
