@@ -16,7 +16,11 @@ export interface TaskToolOptions {
 }
 
 const createParameters = z.object({
-  instruction: z.string().min(1).max(4000).describe("What to do when it fires, e.g. 'Remind them to call the bank.'"),
+  instruction: z
+    .string()
+    .min(1)
+    .max(4000)
+    .describe("What to do when it fires, e.g. 'Remind them to call the bank.'"),
   title: z.string().max(80).optional(),
   at: z.string().optional().describe("Once, at a local time: '2026-12-07T09:00'."),
   in: z.string().optional().describe("Once, after a delay: '20 minutes', '2h'."),
