@@ -11,9 +11,11 @@ import { type AdminToken, ensureAdminToken } from "./http/admin-token.js";
 import { createHttpErrorHandler, handleClientError, MAX_PATH_SEGMENT_CHARS } from "./http/http-errors.js";
 import { createLogger } from "./logger.js";
 import { adminRoutesPlugin } from "./plugins/admin-routes-plugin.js";
+import { attachmentsPlugin } from "./plugins/attachments-plugin.js";
 import { channelsPlugin } from "./plugins/channels-plugin.js";
 import { configPlugin, createShutdownState } from "./plugins/config-plugin.js";
 import { consolePlugin } from "./plugins/console-plugin.js";
+import { consolidationPlugin } from "./plugins/consolidation-plugin.js";
 import { httpPlugin } from "./plugins/http-plugin.js";
 import { memoryPlugin } from "./plugins/memory-plugin.js";
 import { modelsPlugin } from "./plugins/models-plugin.js";
@@ -49,9 +51,11 @@ export const ALMANAC_PLUGINS = [
   modelsPlugin,
   memoryPlugin,
   summarizerPlugin,
+  consolidationPlugin,
   statsPlugin,
   tasksPlugin,
   toolsPlugin,
+  attachmentsPlugin,
   sessionsPlugin,
   channelsPlugin,
   operationsRoutesPlugin,

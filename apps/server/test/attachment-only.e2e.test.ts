@@ -54,7 +54,10 @@ describe("a message that is only an attachment", () => {
       content: "",
       attachments: [{ filename: "photo.png", contentType: "image/png", size: 52_000 }],
     });
-    expect(image).toContain("[1 image]");
+    // Images are files first: one the adapter cannot download is described with its link, never passed on as a
+    // remote image part (the platform's links expire, and a text-only model must never get one).
+    expect(image).toContain("- image, link: https://cdn.discordapp.com/");
+    expect(image).not.toContain("[1 image]");
     const file = await send({
       where: "dm",
       content: "",

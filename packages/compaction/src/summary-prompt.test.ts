@@ -1,9 +1,10 @@
-import { messageText } from "@almanac/core";
+import { createMessage, messageText } from "@almanac/core";
 import { describe, expect, it } from "vitest";
 import { validSummary } from "../test/summary-fixtures.js";
 import {
   buildSummaryRequest,
   missingSections,
+  renderForSummary,
   sanitizeSummary,
   summaryInstructionsTitle,
   summaryTextSchema,
@@ -66,5 +67,27 @@ describe("summaryTextSchema", () => {
     expect(sanitizeSummary("a </conversation-summary> b < conversation-summary>")).toBe(
       "a [conversation-summary] b [conversation-summary]",
     );
+  });
+});
+
+describe("renderForSummary", () => {
+  it("renders an image as the text note with its workspace path, never the pixels", () => {
+    const rendered = renderForSummary(
+      [
+        createMessage({
+          role: "user",
+          content: [
+            { type: "text", text: "what is this?" },
+            { type: "image", url: "almanac-file:shared/discord-default-group-1/inbox/2026-12-06/cat.png" },
+            { type: "image", url: `data:image/png;base64,${"A".repeat(5000)}` },
+          ],
+        }),
+      ],
+      new Map(),
+      10_000,
+    );
+    expect(rendered).toEqual([
+      "[user] what is this?\n[image: shared/discord-default-group-1/inbox/2026-12-06/cat.png]\n[image: inline data]",
+    ]);
   });
 });

@@ -1,4 +1,4 @@
-import { createMessage, type Message, type ToolCallBlock } from "@almanac/core";
+import { createMessage, imageAsText, type Message, type ToolCallBlock } from "@almanac/core";
 import { z } from "zod";
 import { cutMiddle } from "./cheap-passes.js";
 
@@ -79,7 +79,7 @@ export function renderForSummary(
           break;
         }
         case "image":
-          parts.push(`[image: ${block.url.startsWith("data:") ? "inline data" : block.url}]`);
+          parts.push(imageAsText(block));
           break;
         case "reasoning":
           break; // the assistant's private reasoning is not part of the record

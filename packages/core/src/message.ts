@@ -9,7 +9,7 @@ export interface TextBlock {
   readonly text: string;
 }
 
-/** A reference to an image (http(s) URL or data: URL); the bytes are never stored in the message. */
+/** A reference to an image (a workspace file, `almanac-file:…`, or an http(s) URL); the bytes are never stored in the message. */
 export interface ImageBlock {
   readonly type: "image";
   readonly url: string;

@@ -35,8 +35,14 @@ export interface TokenCounter {
 const MESSAGE_FRAMING_TOKENS = 3;
 const NAME_TOKENS = 1;
 const TOOL_CALL_FRAMING_TOKENS = 8;
-/** Images are billed by tiles server-side; 765 is OpenAI's cost of a 1024×1024 `high` image, 85 of `low`. */
-const IMAGE_TOKENS = { low: 85, other: 765 } as const;
+/**
+ * What the meter counts for one image part, whatever its size: providers bill images by tiles or patches of their
+ * own. 765 is OpenAI's `high`-detail cost of an image scaled to 1024×768 or smaller (4 tiles × 170 + 85), which
+ * is what an image Almanac resized to its longest side (1568 px by default) costs there at 4:3; a 16:9 one costs
+ * 1105, and other providers differ (docs/attachments.md). 85 is the `low`-detail cost. The provider's reported
+ * usage corrects the meter after each call.
+ */
+export const IMAGE_TOKEN_ESTIMATE = Object.freeze({ low: 85, other: 765 });
 
 type TextCounter = (text: string) => number;
 
@@ -150,7 +156,7 @@ function blockTokens(block: ContentBlock, countText: TextCounter): number {
     case "reasoning":
       return countText(block.text);
     case "image":
-      return block.detail === "low" ? IMAGE_TOKENS.low : IMAGE_TOKENS.other;
+      return block.detail === "low" ? IMAGE_TOKEN_ESTIMATE.low : IMAGE_TOKEN_ESTIMATE.other;
     case "tool_call":
       return TOOL_CALL_FRAMING_TOKENS + countText(block.name) + countText(block.arguments);
     case "tool_result":

@@ -11,7 +11,7 @@ import { parseRetryAfterMs } from "./retry-after.js";
 /** What the classifier needs to know about the call that failed. */
 export interface ErrorContext {
   /** Which endpoint was called, for the message. */
-  readonly operation: "chat" | "embeddings";
+  readonly operation: "chat" | "embeddings" | "transcription";
   readonly model: string;
   readonly baseURL: string;
   /** Only used to scrub the key out of provider text; never printed. */
@@ -175,7 +175,12 @@ export function createModelError(
 }
 
 function target(context: ErrorContext): string {
-  const label = context.operation === "chat" ? "chat model" : "embedding model";
+  const label =
+    context.operation === "chat"
+      ? "chat model"
+      : context.operation === "embeddings"
+        ? "embedding model"
+        : "transcription model";
   return `${label} "${context.model}" at ${hostOf(context.baseURL)}`;
 }
 

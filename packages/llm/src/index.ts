@@ -16,6 +16,14 @@ export {
   type UsageReport,
 } from "./openai-chat-model.js";
 export { createOpenAIEmbedder, type OpenAIEmbedderConfig } from "./openai-embedder.js";
+export {
+  type AudioInput,
+  createOpenAITranscriber,
+  type OpenAITranscriberConfig,
+  type TranscribeOptions,
+  type Transcriber,
+} from "./openai-transcriber.js";
+export type { ImageResolver } from "./prepare-images.js";
 export type { EndpointConfig } from "./resolve-endpoint.js";
 export { abortableSleep, type RetryInfo, type RetryPolicy, retryDelayMs, type Sleep } from "./retry.js";
 export { parseRetryAfterMs } from "./retry-after.js";

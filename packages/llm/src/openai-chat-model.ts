@@ -11,6 +11,7 @@ import { classifyError, type ErrorContext } from "./classify-error.js";
 import { jsonContentType, type OutputCapParameter, toChatCompletionJson } from "./convert-request.js";
 import { parseChatCompletion } from "./convert-response.js";
 import { isModelError } from "./model-error.js";
+import { type ImageOptions, type ImageResolver, prepareImages } from "./prepare-images.js";
 import { type EndpointConfig, integerAtLeast, resolveEndpoint } from "./resolve-endpoint.js";
 import { type RetryInfo, withRetry } from "./retry.js";
 import { type ChatCallHooks, streamChat } from "./stream-chat.js";
@@ -42,6 +43,16 @@ export interface OpenAIChatModelConfig extends EndpointConfig {
   readonly onUsage?: (report: UsageReport) => void;
   /** Clock for latency, in milliseconds; injectable for tests. */
   readonly now?: () => number;
+  /**
+   * False for a model that cannot see: image parts then travel as their text notes (`[image: inbox/…]`), so a
+   * text-only server never gets one. Default true.
+   */
+  readonly vision?: boolean;
+  /**
+   * Turns an image reference of a message (`almanac-file:…`) into a `data:` URL while a request is built; the
+   * bytes live only as long as that request. Without it such a reference travels as its text note.
+   */
+  readonly resolveImage?: ImageResolver;
 }
 
 /** A {@link ChatModel} on an OpenAI-compatible endpoint, with running usage totals. */
@@ -77,6 +88,15 @@ export function createOpenAIChatModel(config: OpenAIChatModelConfig): OpenAIChat
         }),
   };
   const now = config.now ?? Date.now;
+  const imageOptions: ImageOptions = {
+    vision: config.vision ?? true,
+    ...(config.resolveImage === undefined ? {} : { resolveImage: config.resolveImage }),
+  };
+  /** The request with its image parts as this model takes them (see prepareImages). */
+  const withImages = async (request: ChatRequest): Promise<ChatRequest> => {
+    const messages = await prepareImages(request.messages, imageOptions, request.signal);
+    return messages === request.messages ? request : { ...request, messages };
+  };
   const tracker = createUsageTracker();
   const logger = endpoint.logger.child({ component: "llm", model: endpoint.model });
 
@@ -141,7 +161,7 @@ export function createOpenAIChatModel(config: OpenAIChatModelConfig): OpenAIChat
     async complete(request) {
       const startedMs = now();
       const timeoutMs = timeoutOf(request);
-      const body = toChatCompletionJson(request, bodyOptions);
+      const body = toChatCompletionJson(await withImages(request), bodyOptions);
       const attemptOnce = async (attempt: number): Promise<ChatResponse> => {
         const attemptSignal = linkAbortSignals([request.signal], timeoutMs);
         try {
@@ -179,7 +199,7 @@ export function createOpenAIChatModel(config: OpenAIChatModelConfig): OpenAIChat
 
     // A generator method, so even a bad request setting surfaces on iteration, like every other failure.
     async *stream(request): AsyncGenerator<ChatStreamEvent, void, undefined> {
-      const body = toChatCompletionJson(request, bodyOptions, {
+      const body = toChatCompletionJson(await withImages(request), bodyOptions, {
         stream: true,
         ...((config.streamUsage ?? true) ? { stream_options: { include_usage: true } } : {}),
       });

@@ -5,6 +5,26 @@ import { renderTranscript, trimMiddle } from "./render-transcript.js";
 const at = (hour: number, minute: number) => Date.UTC(2024, 4, 1, hour, minute);
 
 describe("renderTranscript", () => {
+  it("shows an image as its workspace path or link, never the bytes of a data URL", () => {
+    const entries = renderTranscript(
+      [
+        createMessage({
+          role: "user",
+          timestamp: at(1, 5),
+          content: [
+            { type: "text", text: "look" },
+            { type: "image", url: "almanac-file:inbox/2024-05-01/photo.jpg" },
+            { type: "image", url: "data:image/png;base64,iVBORw0KGgo=" },
+          ],
+        }),
+      ],
+      "UTC",
+    );
+    expect(entries).toEqual([
+      "[01:05] user: look\n[image: inbox/2024-05-01/photo.jpg]\n[image: inline data]",
+    ]);
+  });
+
   it("renders role, local time and text, tool calls with short arguments, and trimmed tool results", () => {
     const messages = [
       createMessage({ role: "system", content: "You are Almanac.", timestamp: at(1, 0) }),

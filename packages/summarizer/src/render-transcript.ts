@@ -1,4 +1,4 @@
-import type { Message } from "@almanac/core";
+import { imageAsText, type Message } from "@almanac/core";
 import { localTimeOf } from "@almanac/memory-files";
 
 /** Limits of {@link renderTranscript}, in characters. */
@@ -79,7 +79,7 @@ export function renderTranscript(
           if (block.text.trim() !== "") texts.push(block.text.trim());
           break;
         case "image":
-          texts.push("[image]");
+          texts.push(imageAsText(block));
           break;
         case "tool_call":
           toolNames.set(block.id, block.name);

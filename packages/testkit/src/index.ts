@@ -37,5 +37,6 @@ export type {
   RecordedToolCall,
 } from "./scripted-llm-records.js";
 export { lastUserText, recordedText } from "./scripted-llm-records.js";
+export type { RecordedTranscription, TranscriptionStep } from "./scripted-llm-transcriptions.js";
 export type { ChatRejection } from "./scripted-llm-validation.js";
 export { fillDisk, mountSmallFileSystem, type SmallFileSystem } from "./small-file-system.js";

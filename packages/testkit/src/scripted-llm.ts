@@ -5,6 +5,13 @@ import { type EmbeddingStep, openAIErrorBody, type ScriptStep } from "./script.j
 import { buildEmbeddingResponse } from "./scripted-embeddings.js";
 import { type RecordedChatRequest, type RecordedRequest, recordChatRequest } from "./scripted-llm-records.js";
 import { writeChatStep } from "./scripted-llm-responder.js";
+import {
+  defaultTranscript,
+  type RecordedTranscription,
+  readTranscriptionRequest,
+  type TranscriptionStep,
+  writeTranscriptionStep,
+} from "./scripted-llm-transcriptions.js";
 import { validateChatRequest } from "./scripted-llm-validation.js";
 
 /** Options of {@link startScriptedLlm}. */
@@ -46,6 +53,13 @@ export interface ScriptedLlm {
   embeddingRequests(): unknown[];
   /** The chat requests refused before consuming a step (validation or API key). */
   rejections(): RecordedChatRequest[];
+  /**
+   * Appends answers to `POST /v1/audio/transcriptions`; when none is queued a request gets
+   * `transcript of <file name> (<n> bytes)`.
+   */
+  enqueueTranscriptions(...steps: TranscriptionStep[]): void;
+  /** The transcription requests received (the uploaded bytes included), in order. */
+  transcriptionRequests(): RecordedTranscription[];
   /** Number of scripted chat steps not consumed yet. */
   pending(): number;
   /** Clears both queues, the fallback and all records. */
@@ -76,6 +90,8 @@ export async function startScriptedLlm(options: ScriptedLlmOptions = {}): Promis
   const requests: RecordedRequest[] = [];
   let chatRecords: RecordedChatRequest[] = [];
   let embeddingRecords: unknown[] = [];
+  let transcriptionQueue: TranscriptionStep[] = [];
+  let transcriptionRecords: RecordedTranscription[] = [];
   const inFlight = new Set<AbortController>();
 
   const authorized = (request: IncomingMessage): boolean =>
@@ -174,11 +190,42 @@ export async function startScriptedLlm(options: ScriptedLlmOptions = {}): Promis
       );
   }
 
+  async function handleTranscription(
+    request: IncomingMessage,
+    response: ServerResponse,
+    path: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const transcription = await readTranscriptionRequest(request, response);
+    requests.push(
+      Object.freeze({
+        method: "POST",
+        path,
+        headers: { ...request.headers },
+        body: transcription === undefined ? "" : { model: transcription.model, file: transcription.fileName },
+        receivedAt: Date.now(),
+      }),
+    );
+    if (transcription === undefined) return;
+    if (!authorized(request)) {
+      sendUnauthorized(response);
+      return;
+    }
+    transcriptionRecords.push(transcription);
+    const step = transcriptionQueue.shift() ?? { type: "transcript", text: defaultTranscript(transcription) };
+    await writeTranscriptionStep(step, response, signal);
+  }
+
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const controller = responseAbortSignal(response);
     inFlight.add(controller);
     response.on("close", () => inFlight.delete(controller));
     const path = new URL(request.url ?? "/", "http://127.0.0.1").pathname;
+    // A multipart upload, read as bytes (every other route takes JSON text).
+    if (request.method === "POST" && path === "/v1/audio/transcriptions") {
+      await handleTranscription(request, response, path, controller.signal);
+      return;
+    }
     const text = await readBody(request);
     const { value: body } = parseJsonBody(text);
     requests.push(
@@ -245,6 +292,10 @@ export async function startScriptedLlm(options: ScriptedLlmOptions = {}): Promis
     chatRequests: () => [...chatRecords],
     embeddingRequests: () => [...embeddingRecords],
     rejections: () => chatRecords.filter((record) => record.rejected !== undefined),
+    enqueueTranscriptions: (...steps) => {
+      transcriptionQueue.push(...steps);
+    },
+    transcriptionRequests: () => [...transcriptionRecords],
     pending: () => queue.length,
     reset: () => {
       queue = [];
@@ -253,6 +304,8 @@ export async function startScriptedLlm(options: ScriptedLlmOptions = {}): Promis
       requests.length = 0;
       chatRecords = [];
       embeddingRecords = [];
+      transcriptionQueue = [];
+      transcriptionRecords = [];
     },
     close: () => {
       closing ??= new Promise<void>((resolve) => {

@@ -1,14 +1,19 @@
 import {
   type ChannelAdapter,
   type ChannelStatus,
+  canDownloadAttachments,
+  canStreamReplies,
   hasTypingIndicator,
   type InboundMessage,
   isAlmanacError,
   type Logger,
   type OutboundMessage,
   parseSessionKey,
+  type ReplyStream,
   silentLogger,
 } from "@almanac/core";
+import type { AttachmentDownload, AttachmentIntake } from "../attachments/attachment-intake.js";
+import { attachmentNoticeText, type ReceivedAttachment } from "../attachments/received-attachment.js";
 import { textForPeople } from "../errors/error-codes.js";
 import type { SessionManager } from "../runtime/session-manager.js";
 import { type AccessPolicy, checkAccess } from "./access-policy.js";
@@ -27,6 +32,13 @@ export interface ChannelHubOptions {
   readonly disabled: readonly string[];
   readonly dedup: DedupStore;
   readonly sessions: SessionManager;
+  /**
+   * Takes each message's images and attachments (download, check, save, transcribe) before its turn. Absent:
+   * messages go to their turn as they came, with attachments described to the model as not downloaded.
+   */
+  readonly attachments?: AttachmentIntake;
+  /** Channels whose replies are shown as they are written, where the adapter can (`ALMANAC_STREAM_REPLIES`). */
+  readonly streamReplies?: readonly string[];
   readonly logger?: Logger;
 }
 
@@ -61,14 +73,58 @@ function failureText(error: unknown): string {
     : textForPeople("turn.failed", "internal");
 }
 
+/**
+ * A message's place in its conversation: the turn of the message before it must be queued in the session's lane
+ * before this one's is (`previous`), and this one says when its own is (`queued`).
+ */
+interface ArrivalOrder {
+  readonly previous: Promise<void>;
+  readonly queued: () => void;
+}
+
 /** Creates the hub; `start()` connects every adapter. */
 export function createChannelHub(options: ChannelHubOptions): ChannelHub {
   const logger = options.logger ?? silentLogger;
   const inFlight = new Set<Promise<void>>();
   const policies = new Map(options.channels.map((entry) => [entry.adapter.name, entry.policy]));
   const adapters = new Map(options.channels.map((entry) => [entry.adapter.name, entry.adapter]));
+  const streaming = new Set(options.streamReplies ?? []);
+  /** Per session key: resolves once the newest arrived message's turn is queued (or it was dropped). */
+  const arrivals = new Map<string, Promise<void>>();
+  /** Aborts downloads still running when the hub stops. */
+  const stopping = new AbortController();
 
-  async function process(adapter: ChannelAdapter, message: InboundMessage): Promise<void> {
+  /** Registers a message's arrival, synchronously in the adapter's callback, so arrival order is kept. */
+  function arrive(sessionKey: string): ArrivalOrder {
+    const previous = arrivals.get(sessionKey) ?? Promise.resolve();
+    let queued: () => void = () => {};
+    const mine = new Promise<void>((resolve) => {
+      queued = resolve;
+    });
+    arrivals.set(sessionKey, mine);
+    void mine.then(() => {
+      if (arrivals.get(sessionKey) === mine) arrivals.delete(sessionKey);
+    });
+    return { previous, queued };
+  }
+
+  async function process(
+    adapter: ChannelAdapter,
+    message: InboundMessage,
+    order: ArrivalOrder,
+  ): Promise<void> {
+    try {
+      await handleMessage(adapter, message, order);
+    } finally {
+      order.queued(); // dropped, refused or failed before its turn: the next message must not wait for it
+    }
+  }
+
+  async function handleMessage(
+    adapter: ChannelAdapter,
+    message: InboundMessage,
+    order: ArrivalOrder,
+  ): Promise<void> {
     const log = logger.child({
       channel: adapter.name,
       sessionKey: message.sessionKey,
@@ -95,21 +151,49 @@ export function createChannelHub(options: ChannelHubOptions): ChannelHub {
           return undefined;
         })
       : undefined;
+    let prefix = "";
     let text: string;
+    let stream: ReplyStream | undefined;
     try {
-      text = (
-        await options.sessions.handle({
-          inbound: message,
-          // Said mid-turn (an approval question), as a message of its own in the same conversation.
-          notify: (note, buttons) =>
-            adapter.send({
-              sessionKey: message.sessionKey,
-              text: note,
-              inReplyTo: message,
-              ...(buttons === undefined ? {} : { buttons }),
-            }),
-        })
-      ).text;
+      // Downloads run here, outside the session's lane: a slow one holds up no other conversation, and the
+      // conversation's own later messages wait below, so none overtakes it.
+      const received = await receive(adapter, message);
+      prefix = attachmentNoticeText(received);
+      await order.previous;
+      let shown = "";
+      const streams = streaming.has(adapter.name) && canStreamReplies(adapter);
+      const turn = options.sessions.handle({
+        inbound: message,
+        ...(received === undefined ? {} : { attachments: received }),
+        ...(streams
+          ? {
+              stream: true,
+              onTextDelta: (delta: string) => {
+                shown += delta;
+                try {
+                  stream ??= adapter.startReplyStream({
+                    sessionKey: message.sessionKey,
+                    text: `${prefix}${shown}`,
+                    inReplyTo: message,
+                  });
+                  stream.update(`${prefix}${shown}`);
+                } catch (error) {
+                  log.warn({ err: error }, "updating the streamed reply failed");
+                }
+              },
+            }
+          : {}),
+        // Said mid-turn (an approval question), as a message of its own in the same conversation.
+        notify: (note, buttons) =>
+          adapter.send({
+            sessionKey: message.sessionKey,
+            text: note,
+            inReplyTo: message,
+            ...(buttons === undefined ? {} : { buttons }),
+          }),
+      });
+      order.queued();
+      text = (await turn).text;
     } catch (error) {
       const level = isAlmanacError(error) && error.category === "user" ? "info" : "error";
       log[level]({ err: error }, "turn failed");
@@ -117,12 +201,30 @@ export function createChannelHub(options: ChannelHubOptions): ChannelHub {
     } finally {
       await stopTyping?.().catch(() => {});
     }
+    // What the person finally reads: exactly the reply (with its compaction notice, or the failure's words), under
+    // the attachment notices; a stream is finished with the same text a plain send would have posted.
+    text = `${prefix}${text}`;
     if (text.trim() === "") text = "(no answer)";
     try {
-      await adapter.send({ sessionKey: message.sessionKey, text, inReplyTo: message });
+      if (stream !== undefined) await stream.finish(text);
+      else await adapter.send({ sessionKey: message.sessionKey, text, inReplyTo: message });
     } catch (error) {
       log.error({ err: error }, "sending the reply failed");
     }
+  }
+
+  /** The message's images and attachments, taken before its turn; undefined when it has none (or no intake). */
+  async function receive(
+    adapter: ChannelAdapter,
+    message: InboundMessage,
+  ): Promise<readonly ReceivedAttachment[] | undefined> {
+    const intake = options.attachments;
+    if (intake === undefined) return undefined;
+    if ((message.images ?? []).length === 0 && (message.attachments ?? []).length === 0) return undefined;
+    const download: AttachmentDownload | undefined = canDownloadAttachments(adapter)
+      ? (attachment, limits) => adapter.downloadAttachment(message, attachment, limits)
+      : undefined;
+    return intake.receive(message, download, stopping.signal);
   }
 
   return {
@@ -132,7 +234,7 @@ export function createChannelHub(options: ChannelHubOptions): ChannelHub {
           try {
             await adapter.start((message) => {
               // Adapters must ack the platform at once: the turn runs detached from the callback.
-              const task = process(adapter, message).catch((error: unknown) =>
+              const task = process(adapter, message, arrive(message.sessionKey)).catch((error: unknown) =>
                 logger.error({ err: error, channel: adapter.name }, "channel message handling failed"),
               );
               inFlight.add(task);
@@ -169,6 +271,7 @@ export function createChannelHub(options: ChannelHubOptions): ChannelHub {
       return adapter.idempotentSends === true && Date.now() - since < window;
     },
     async stop(deadlineMs) {
+      stopping.abort();
       const deadline = new Promise<void>((resolve) => setTimeout(resolve, deadlineMs).unref());
       await Promise.race([Promise.allSettled([...inFlight]), deadline]);
       await Promise.allSettled([...adapters.values()].map((adapter) => adapter.stop()));

@@ -13,6 +13,8 @@ Commands:
   memory search <query>      search the memory files (--max N results, default 10)
   memory reindex             rebuild the memory index and show its progress
   chat [--session ID]        chat with a session in the terminal (default session "cli"); /exit or Ctrl-D quits
+  backup create [--out FILE] archive the data directory (by the running server, else directly); list; verify FILE
+  backup restore FILE        restore an archive into an empty data directory (--home DIR)
   help                       show this text
 
 Options:
@@ -31,6 +33,7 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
   session: { type: "string" },
   max: { type: "string" },
+  out: { type: "string" },
 } as const;
 
 /** Parses the arguments, runs the command and returns the process exit code. Never calls `process.exit`. */
@@ -89,6 +92,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       case "chat": {
         const { chatCommand } = await import("./chat-command.js");
         return await chatCommand(context, values.session === undefined ? {} : { session: values.session });
+      }
+      case "backup": {
+        const { backupCommand } = await import("./backup-command.js");
+        return await backupCommand(context, args, values.out === undefined ? {} : { out: values.out });
       }
       case undefined:
         writeLine(io.stderr, USAGE);

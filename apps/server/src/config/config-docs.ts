@@ -77,6 +77,14 @@ const ENV_SECTIONS: readonly EnvSection[] = [
     prefixes: ["tools.", "mcpServers"],
   },
   {
+    title: "Attachments and voice notes",
+    intro: [
+      "Files people send are saved in the conversation's inbox folder of the workspace; images reach the model when",
+      "ALMANAC_MODEL_VISION=true, voice notes are transcribed when a transcription endpoint is set. See docs/attachments.md.",
+    ],
+    prefixes: ["attachments.", "transcription."],
+  },
+  {
     title: "Reminders, tasks and the heartbeat",
     intro: ["See docs/tasks.md."],
     prefixes: ["tasks."],

@@ -14,6 +14,12 @@ const channelBlocks = Object.fromEntries(
   CHANNELS.map((channel) => [channel.name, channel.settings]),
 ) as ChannelBlocks;
 
+/** The names of the chat apps in the channel list. */
+const channelNames = CHANNELS.map((channel) => channel.name) as [
+  (typeof CHANNELS)[number]["name"],
+  ...(typeof CHANNELS)[number]["name"][],
+];
+
 /** The whole Almanac configuration. Defaults let the server start with nothing configured. */
 export const configSchema = z.strictObject({
   home: setting(z.string().min(1).default("./data"), {
@@ -36,7 +42,8 @@ export const configSchema = z.strictObject({
       }),
       bodyLimitBytes: setting(positiveInt.default(1_048_576), {
         env: "ALMANAC_BODY_LIMIT_BYTES",
-        description: "Largest accepted request body; larger requests get 413.",
+        description:
+          "Largest accepted request body, files sent as data: URLs to the chat routes not counted (those may be up to ALMANAC_ATTACHMENT_MAX_MB each); larger requests get 413.",
       }),
       maxMessageChars: setting(positiveInt.default(32_000), {
         env: "ALMANAC_MAX_MESSAGE_CHARS",
@@ -96,6 +103,11 @@ export const configSchema = z.strictObject({
       maxRetries: setting(z.number().int().min(0).max(10).default(3), {
         env: "ALMANAC_MODEL_MAX_RETRIES",
         description: "Retries on rate limits, timeouts and server errors (Retry-After honoured).",
+      }),
+      vision: setting(z.boolean().default(false), {
+        env: "ALMANAC_MODEL_VISION",
+        description:
+          "The chat model can see images: pictures people send reach it as image parts (resized to ALMANAC_IMAGE_MAX_SIDE). false: it gets a note with the saved file's path instead, and never an image part.",
       }),
       headers: setting(z.record(z.string(), z.string()).default({}), {
         env: "ALMANAC_MODEL_HEADERS",
@@ -195,6 +207,45 @@ export const configSchema = z.strictObject({
         description:
           "Private addresses or CIDR ranges web_fetch may reach anyway (a service on your LAN), comma-separated.",
         example: "192.168.1.20,10.0.5.0/24",
+      }),
+    })
+    .prefault({}),
+  attachments: z
+    .strictObject({
+      maxMb: setting(z.number().positive().max(2048).default(20), {
+        env: "ALMANAC_ATTACHMENT_MAX_MB",
+        description:
+          "Largest file (image, document, voice note) taken from a chat, in MB; a larger one is refused with a reply saying so, and the rest of the message is answered.",
+      }),
+      timeoutMs: setting(positiveInt.default(60_000), {
+        env: "ALMANAC_ATTACHMENT_TIMEOUT_MS",
+        description:
+          "Longest a download of one message's attachments (and a voice note's transcription) may take before it is given up and the person told.",
+      }),
+      imageMaxSide: setting(z.number().int().min(256).max(8192).default(1568), {
+        env: "ALMANAC_IMAGE_MAX_SIDE",
+        description:
+          "Longest side, in pixels, of an image as a vision model gets it (the saved file keeps its size); bounds what one image costs.",
+      }),
+    })
+    .prefault({}),
+  transcription: z
+    .strictObject({
+      baseUrl: setting(httpUrl.optional(), {
+        env: "ALMANAC_TRANSCRIPTION_BASE_URL",
+        description:
+          "OpenAI-compatible speech-to-text endpoint (POST /audio/transcriptions: OpenAI, Groq, a local whisper server) for voice notes. Unset: voice notes are saved, and the person is told voice is not configured.",
+        example: "http://127.0.0.1:8000/v1",
+      }),
+      apiKey: setting(z.string().min(1).optional(), {
+        env: "ALMANAC_TRANSCRIPTION_API_KEY",
+        description: "API key for the transcription endpoint (local servers often need none).",
+        secret: true,
+        example: "sk-...",
+      }),
+      model: setting(z.string().min(1).default("whisper-1"), {
+        env: "ALMANAC_TRANSCRIPTION_MODEL",
+        description: "Transcription model name sent with every request.",
       }),
     })
     .prefault({}),
@@ -340,11 +391,36 @@ export const configSchema = z.strictObject({
         description:
           "Attempts per summarizer job before it is parked (visible in /api/summarizer/jobs; retry there).",
       }),
+      consolidateAt: setting(
+        z
+          .string()
+          .regex(/^(off|([01]\d|2[0-3]):[0-5]\d)$/, {
+            error: 'expected a local time HH:MM (e.g. 03:30) or "off"',
+          })
+          .default("03:30"),
+        {
+          env: "ALMANAC_CONSOLIDATE_AT",
+          description:
+            "Local time (memory time zone) of the nightly run that folds the daily logs into MEMORY.md; off: only on request (POST /api/memory/consolidate).",
+        },
+      ),
+      consolidationModel: setting(z.string().min(1).optional(), {
+        env: "ALMANAC_CONSOLIDATION_MODEL",
+        description:
+          "Model (on the same endpoint) that consolidates the daily logs into MEMORY.md. Unset: the chat model.",
+        example: "gpt-4.1",
+      }),
     })
     .prefault({}),
   channels: z
     .strictObject({
       ...channelBlocks,
+      streamReplies: setting(z.array(z.enum(channelNames)).default([...channelNames]), {
+        env: "ALMANAC_STREAM_REPLIES",
+        description:
+          "Chat apps whose replies are shown as they are written (one message edited as the text arrives), where the channel can; empty: every reply is sent whole.",
+        example: "discord,feishu,dingtalk",
+      }),
       dedupHours: setting(positiveInt.default(48), {
         env: "ALMANAC_CHANNEL_DEDUP_HOURS",
         description:

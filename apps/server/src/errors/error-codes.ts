@@ -3,6 +3,7 @@ import { dingTalkErrorCodes } from "@almanac/channels-dingtalk/error-codes";
 import { discordErrorCodes } from "@almanac/channels-discord/error-codes";
 import { feishuErrorCodes } from "@almanac/channels-feishu/error-codes";
 import { compactionErrorCodes } from "@almanac/compaction";
+import { consolidationErrorCodes } from "@almanac/consolidation";
 import {
   type CodesOf,
   coreErrorCodes,
@@ -49,6 +50,8 @@ export const serverErrorCodes = defineErrorCodes({
     status: 429,
     forPeople: "I am still answering your earlier messages; please wait a moment before sending more.",
   },
+  /** A day's inbox holds a thousand files of one name already. */
+  "attachment.names_exhausted": { category: "internal" },
   "session.no_model": { category: "internal" },
   "session.message_invalid": { category: "internal" },
   "session.snapshot_invalid": { category: "internal" },
@@ -71,6 +74,16 @@ export const serverErrorCodes = defineErrorCodes({
   "server.cannot_listen": { category: "user" },
   "home.locked": { category: "user", status: 409 },
   "memory.reindex_running": { category: "user", status: 409 },
+  "backup.not_found": { category: "user", status: 404 },
+  /** One archive is made at a time. */
+  "backup.running": { category: "user", status: 409 },
+  /** A file shrank while it was archived (rewritten in place, not by Almanac): trying again works. */
+  "backup.file_changed": { category: "user", status: 409 },
+  "backup.exists": { category: "user", status: 409 },
+  /** `almanac backup verify` / `restore`: the archive does not match its manifest, or is not one. */
+  "backup.invalid": { category: "user" },
+  /** `almanac backup restore` only writes into an empty or new directory. */
+  "backup.target_not_empty": { category: "user" },
   "config.invalid": { category: "user" },
   "storage.full": {
     category: "provider",
@@ -115,6 +128,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
   ...memoryFilesErrorCodes,
   ...memoryIndexErrorCodes,
   ...summarizerErrorCodes,
+  ...consolidationErrorCodes,
   ...discordErrorCodes,
   ...feishuErrorCodes,
   ...dingTalkErrorCodes,

@@ -1,5 +1,8 @@
 import fp from "fastify-plugin";
+import { BackupStore } from "../backup/backup-store.js";
 import { registerAdminRoutes } from "../routes/admin-routes.js";
+import { registerBackupRoutes } from "../routes/backup-routes.js";
+import { registerConsolidationRoutes } from "../routes/consolidation-routes.js";
 import { registerForgetRoutes } from "../routes/forget-routes.js";
 import { registerIndexRoutes } from "../routes/index-routes.js";
 import { registerLiveRoutes } from "../routes/live-routes.js";
@@ -12,7 +15,7 @@ import { PLUGIN } from "./plugin-names.js";
 
 /**
  * The admin REST API under `/api`: sessions, memory files, the index, the first-run checks, the charts'
- * data and the live events. Its `preClose` hook ends every open event stream, after the turns drained.
+ * data, backups and the live events. Its `preClose` hook ends every open event stream, after the turns drained.
  */
 export const adminRoutesPlugin = fp(
   async (app) => {
@@ -20,6 +23,7 @@ export const adminRoutesPlugin = fp(
     registerAdminRoutes(app, sessions, app.serverInfo);
     registerMemoryRoutes(app, memory);
     registerForgetRoutes(app, memory);
+    registerConsolidationRoutes(app, app.consolidation);
     registerToolRoutes(app, app.tools);
     registerTaskRoutes(
       app,
@@ -29,6 +33,7 @@ export const adminRoutesPlugin = fp(
     await registerIndexRoutes(app, memory);
     registerSetupRoutes(app, { config: app.config, memory });
     registerStatsRoutes(app, { ...app.stats, sessions, memory });
+    registerBackupRoutes(app, new BackupStore({ home: app.config.home, almanacVersion: app.almanacVersion }));
     const queue = app.summarizer;
     registerLiveRoutes(app, {
       bus: app.events,
@@ -49,6 +54,7 @@ export const adminRoutesPlugin = fp(
       PLUGIN.telemetry,
       PLUGIN.memory,
       PLUGIN.summarizer,
+      PLUGIN.consolidation,
       PLUGIN.stats,
       PLUGIN.tasks,
       PLUGIN.tools,

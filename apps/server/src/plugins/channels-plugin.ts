@@ -34,6 +34,8 @@ export const channelsPlugin = fp(
         retentionMs: config.channels.dedupHours * 3_600_000,
       }),
       sessions: app.sessions,
+      attachments: app.attachments,
+      streamReplies: config.channels.streamReplies,
       logger: app.log,
     });
     app.decorate("channels", hub);
@@ -46,5 +48,9 @@ export const channelsPlugin = fp(
       app.log.debug({ plugin: PLUGIN.channels }, "plugin closed");
     });
   },
-  { name: PLUGIN.channels, fastify: "5.x", dependencies: [PLUGIN.config, PLUGIN.http, PLUGIN.sessions] },
+  {
+    name: PLUGIN.channels,
+    fastify: "5.x",
+    dependencies: [PLUGIN.config, PLUGIN.http, PLUGIN.attachments, PLUGIN.sessions],
+  },
 );

@@ -1,6 +1,8 @@
+import { join } from "node:path";
 import { type ChatModel, createTokenCounter, type TokenCounter, type Usage } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import fp from "fastify-plugin";
+import { createImageResolver } from "../attachments/image-resolver.js";
 import { missingModelSettings, proxySettingsOf } from "../config/load-config.js";
 import { PLUGIN } from "./plugin-names.js";
 
@@ -31,6 +33,12 @@ export const modelsPlugin = fp(
   async (app) => {
     const { config, metrics } = app;
     const listeners: UsageListener[] = [];
+    // Image parts hold references to inbox files; the bytes are read, resized and encoded only for a request.
+    const resolveImage = createImageResolver({
+      workspace: join(config.home, "workspace"),
+      maxSide: config.attachments.imageMaxSide,
+      logger: app.log,
+    });
     const named = (modelName: string): ChatModel =>
       createOpenAIChatModel({
         baseURL: config.model.baseUrl as string,
@@ -44,6 +52,9 @@ export const modelsPlugin = fp(
         outputCapParameter: config.model.outputCapParameter,
         timeoutMs: config.model.timeoutMs,
         maxRetries: config.model.maxRetries,
+        // A text-only model never gets an image part: it reads each image's note with the saved path.
+        vision: config.model.vision,
+        resolveImage,
         logger: app.log,
         onUsage: ({ usage, latencyMs }) => {
           metrics.modelRequestDuration.observe({ model: modelName }, latencyMs / 1000);

@@ -5,12 +5,12 @@ import { PLUGIN } from "./plugin-names.js";
 /** The OpenAI-compatible API (`/v1/models`, `/v1/chat/completions`). */
 export const openAIRoutesPlugin = fp(
   async (app) => {
-    registerOpenAIRoutes(app, app.sessions);
+    registerOpenAIRoutes(app, app.sessions, app.attachments);
   },
   {
     name: PLUGIN.openAIRoutes,
     fastify: "5.x",
-    dependencies: [PLUGIN.http, PLUGIN.sessions],
+    dependencies: [PLUGIN.http, PLUGIN.attachments, PLUGIN.sessions],
     // Routes only: nothing it adds reaches the rest of the app.
     encapsulate: true,
   },

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fastifyStatic from "@fastify/static";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { AttachmentIntake } from "../attachments/attachment-intake.js";
 import { markRoutesPublic } from "../http/auth.js";
 import type { SessionManager } from "../runtime/session-manager.js";
 import { registerConsoleChat } from "./console-chat.js";
@@ -10,6 +11,8 @@ import { registerConsoleChat } from "./console-chat.js";
 /** What the web console's routes need. */
 export interface ConsoleDependencies {
   readonly sessions: SessionManager;
+  /** Takes files sent with a chat message into the conversation's inbox; without it the chat route takes none. */
+  readonly attachments?: AttachmentIntake;
   /** The built console (`vite build` output); defaults to `apps/console/dist` of this checkout. */
   readonly distDir?: string;
 }
@@ -46,7 +49,7 @@ function isReserved(path: string): boolean {
  */
 export async function registerConsole(app: FastifyInstance, deps: ConsoleDependencies): Promise<void> {
   const distDir = deps.distDir ?? DEFAULT_CONSOLE_DIST;
-  registerConsoleChat(app, deps.sessions);
+  registerConsoleChat(app, deps.sessions, deps.attachments);
 
   const serveIndex = async (request: FastifyRequest, reply: FastifyReply) => {
     // Decided on the path the router decoded, never on the raw URL.

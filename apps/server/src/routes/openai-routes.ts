@@ -9,6 +9,10 @@ import {
 } from "@almanac/core";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import type { AttachmentIntake } from "../attachments/attachment-intake.js";
+import { bodyLimitForFiles, checkBodyBesideFiles, dataUrlChars } from "../attachments/data-url.js";
+import { attachmentNoticeText } from "../attachments/received-attachment.js";
+import { receiveRequestFiles } from "../attachments/request-files.js";
 import {
   checkSessionName,
   decodeSessionHeader,
@@ -53,7 +57,11 @@ function streamErrorBody(error: unknown): { error: { message: string; type: stri
 }
 
 /** Takes the newest user message as the turn's input; earlier messages are the session's business. */
-function newestUserInput(messages: readonly unknown[]): { text: string; images: ImageBlock[] } {
+function newestUserInput(messages: readonly unknown[]): {
+  text: string;
+  images: ImageBlock[];
+  index: number;
+} {
   for (let index = messages.length - 1; index >= 0; index -= 1) {
     const parsed = openAIChatMessageSchema.safeParse(messages[index]);
     if (!parsed.success) {
@@ -72,7 +80,7 @@ function newestUserInput(messages: readonly unknown[]): { text: string; images: 
         `messages[${index}] (the newest user message) has no content: send text or an image part.`,
       );
     }
-    return input;
+    return { ...input, index };
   }
   throw new UserError("request.invalid", 'messages must contain at least one message with role "user".');
 }
@@ -94,8 +102,17 @@ function userInputOf(
   return { text, images };
 }
 
-/** `POST /v1/chat/completions` and `GET /v1/models`: any OpenAI client can talk to the assistant. */
-export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionManager): void {
+/**
+ * `POST /v1/chat/completions` and `GET /v1/models`: any OpenAI client can talk to the assistant. Image parts of the
+ * newest user message (`data:` URLs) are saved in the conversation's inbox before the turn, so the body may be as
+ * large as a file of `ALMANAC_ATTACHMENT_MAX_MB` in base64.
+ */
+export function registerOpenAIRoutes(
+  app: FastifyInstance,
+  sessions: SessionManager,
+  attachments: AttachmentIntake,
+): void {
+  const serverBodyLimit = app.initialConfig.bodyLimit ?? 1_048_576;
   app.get("/v1/models", { schema: { tags: ["openai"], summary: "Models (the assistant)" } }, async () => ({
     object: "list",
     data: [{ id: ALMANAC_MODEL_ID, object: "model", created: 0, owned_by: "almanac" }],
@@ -103,12 +120,16 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
 
   app.post(
     "/v1/chat/completions",
-    { schema: { tags: ["openai"], summary: "Chat with the assistant (the session keeps the history)" } },
+    {
+      schema: { tags: ["openai"], summary: "Chat with the assistant (the session keeps the history)" },
+      bodyLimit: bodyLimitForFiles(attachments.maxBytes, serverBodyLimit),
+    },
     async (request, reply) => {
       const parsed = chatBodySchema.safeParse(request.body);
       if (!parsed.success)
         throw new UserError("request.invalid", `Invalid request: ${z.prettifyError(parsed.error)}`);
       const body = parsed.data;
+      checkBodyBesideFiles(request.headers["content-length"], dataUrlChars(body.messages), serverBodyLimit);
       const input = newestUserInput(body.messages);
       const conversationId = conversationIdFor(request.headers["x-almanac-session"], body.user);
       const sessionKey = formatSessionKey({
@@ -126,7 +147,6 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
         mentioned: true,
         sender: { id: body.user ?? "api" },
         text: input.text,
-        ...(input.images.length > 0 ? { images: input.images } : {}),
         receivedAt: Date.now(),
       };
       const id = `chatcmpl-${randomUUID().replaceAll("-", "")}`;
@@ -136,10 +156,27 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
       const signal = abortWhenClientLeaves(reply);
       // Every header is computed before the turn runs: nothing header-related can fail after the model answered.
       const sessionHeader = encodeSessionHeader(sessionKey);
+      // Images are files first: saved in the conversation's inbox, and the turn refers to them by path.
+      const received =
+        input.images.length === 0
+          ? undefined
+          : await receiveRequestFiles(
+              attachments,
+              sessionKey,
+              input.images.map((image, part) => ({
+                url: image.url,
+                kind: "image",
+                where: `messages[${input.index}] image part ${part + 1}`,
+              })),
+              signal,
+            );
+      // What could not be taken is said above the reply, as in the chat apps.
+      const notices = attachmentNoticeText(received);
+      const turnInput = { inbound, ...(received === undefined ? {} : { attachments: received }) };
 
       if (!body.stream) {
         reply.header(SESSION_HEADER, sessionHeader);
-        const result = await sessions.handle({ inbound, signal });
+        const result = await sessions.handle({ ...turnInput, signal });
         if (result.modelMs !== undefined)
           reply.header("server-timing", serverTiming(result.modelMs, reply.elapsedTime));
         return {
@@ -150,7 +187,7 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
           choices: [
             {
               index: 0,
-              message: { role: "assistant", content: result.text },
+              message: { role: "assistant", content: `${notices}${result.text}` },
               finish_reason: "stop",
               logprobs: null,
             },
@@ -178,12 +215,12 @@ export function registerOpenAIRoutes(app: FastifyInstance, sessions: SessionMana
       let sentText = false;
       const send = (text: string) => {
         if (!opened) write(chunk({ role: "assistant", content: "" }, null));
+        write(chunk({ content: opened ? text : `${notices}${text}` }, null));
         opened = true;
-        write(chunk({ content: text }, null));
       };
       try {
         const result = await sessions.handle({
-          inbound,
+          ...turnInput,
           stream: true,
           signal,
           onTextDelta: (text) => {

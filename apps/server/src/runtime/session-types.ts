@@ -1,6 +1,7 @@
 import type { WorkingMemory } from "@almanac/agent";
 import type { CompactionState } from "@almanac/compaction";
 import type { InboundMessage, Logger, Message, MessageButton, TokenCounter } from "@almanac/core";
+import type { ReceivedAttachment } from "../attachments/received-attachment.js";
 import type { EventBus } from "../events/event-bus.js";
 import type { LaneScheduler } from "../sessions/lane-scheduler.js";
 import type { SessionStats } from "../sessions/session-snapshot.js";
@@ -58,6 +59,11 @@ export interface SessionManagerOptions {
 /** One turn to run: the inbound message and how the caller wants the answer. */
 export interface TurnRequest {
   readonly inbound: InboundMessage;
+  /**
+   * What became of the message's images and attachments before the turn (saved in the inbox, refused, or not
+   * downloadable): the user message is built from these instead of the inbound's own references.
+   */
+  readonly attachments?: readonly ReceivedAttachment[];
   readonly stream?: boolean;
   readonly onTextDelta?: (text: string) => void;
   /**

@@ -4,7 +4,13 @@ import {
   type InboundAttachment,
   type InboundMessage,
   type Message,
+  workspaceFileUrl,
 } from "@almanac/core";
+import type {
+  ReceivedAttachment,
+  RefusedAttachment,
+  SavedAttachment,
+} from "../attachments/received-attachment.js";
 
 /** The text a user message carries when the person sent nothing the model can read (e.g. a bare @mention). */
 export const NO_TEXT_NOTE = "(The message had no text.)";
@@ -54,18 +60,69 @@ export function attachmentNote(attachments: readonly InboundAttachment[]): strin
   ].join("\n");
 }
 
+function savedLine(item: SavedAttachment): string {
+  const facts = [
+    item.type.mime,
+    formatBytes(item.size),
+    item.durationMs === undefined ? undefined : formatDuration(item.durationMs),
+  ].filter((fact) => fact !== undefined);
+  const head = `- ${item.kind}${item.originalName === undefined ? "" : ` "${item.originalName}"`} (${facts.join(", ")}), saved as ${item.path}`;
+  if (item.transcript !== undefined)
+    return "text" in item.transcript
+      ? `${head}; its transcript is the text above`
+      : `${head}; not transcribed (${item.transcript.problem}); the person was told`;
+  if (item.shown) return `${head}; shown below`;
+  if (item.type.category === "image")
+    return `${head}; you cannot see images, so ask for a description if you need one`;
+  return head;
+}
+
 /**
- * The user message a turn starts with: the text, a note on attachments the model cannot see, and the images.
+ * What the model is told about attachments that were taken or refused before the turn: each one's kind, name, type,
+ * size and the workspace path it was saved as, or why it was not; refusals were told to the person already.
+ */
+export function receivedNote(received: readonly (SavedAttachment | RefusedAttachment)[]): string {
+  const count = received.length === 1 ? "an attachment" : `${received.length} attachments`;
+  return [
+    `[The person sent ${count}; files are saved in the workspace:]`,
+    ...received.map((item) =>
+      item.status === "saved"
+        ? savedLine(item)
+        : `- ${item.kind}${item.originalName === undefined ? "" : ` "${item.originalName}"`}: not saved, ${item.problem}; the person was told`,
+    ),
+  ].join("\n");
+}
+
+/**
+ * The user message a turn starts with: the text, then (for attachments taken before the turn, `received`) a voice
+ * message's transcript, a note naming each file's saved path or why it was not saved, and the images the model is
+ * shown, as references to their files (`almanac-file:…`, never bytes). Without `received` (a turn nobody
+ * attached anything to, or a channel's message taken as it came) the inbound's images are image parts and its
+ * attachments are described as not downloaded.
  * Never empty: a message with nothing readable gets {@link NO_TEXT_NOTE} (strict servers refuse an empty
  * message, and a refused message in the history would fail every later turn of the conversation).
  */
-export function userMessageOf(inbound: InboundMessage): Message {
+export function userMessageOf(inbound: InboundMessage, received?: readonly ReceivedAttachment[]): Message {
   const content: ContentBlock[] = [];
   if (inbound.text.trim() !== "") content.push({ type: "text", text: inbound.text });
-  if (inbound.attachments !== undefined && inbound.attachments.length > 0)
-    content.push({ type: "text", text: attachmentNote(inbound.attachments) });
-  if (content.length === 0 && (inbound.images ?? []).length === 0)
-    content.push({ type: "text", text: NO_TEXT_NOTE });
-  content.push(...(inbound.images ?? []));
+  if (received === undefined) {
+    if (inbound.attachments !== undefined && inbound.attachments.length > 0)
+      content.push({ type: "text", text: attachmentNote(inbound.attachments) });
+    if (content.length === 0 && (inbound.images ?? []).length === 0)
+      content.push({ type: "text", text: NO_TEXT_NOTE });
+    content.push(...(inbound.images ?? []));
+    return createMessage({ role: "user", timestamp: inbound.receivedAt, content });
+  }
+  const taken = received.filter((item) => item.status !== "not-downloaded");
+  for (const item of taken)
+    if (item.status === "saved" && item.transcript !== undefined && "text" in item.transcript)
+      content.push({ type: "text", text: item.transcript.text });
+  if (taken.length > 0) content.push({ type: "text", text: receivedNote(taken) });
+  const unfetched = received.flatMap((item) => (item.status === "not-downloaded" ? [item.attachment] : []));
+  if (unfetched.length > 0) content.push({ type: "text", text: attachmentNote(unfetched) });
+  if (content.length === 0) content.push({ type: "text", text: NO_TEXT_NOTE });
+  for (const item of taken)
+    if (item.status === "saved" && item.shown)
+      content.push({ type: "image", url: workspaceFileUrl(item.path) });
   return createMessage({ role: "user", timestamp: inbound.receivedAt, content });
 }

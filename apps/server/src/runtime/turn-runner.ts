@@ -226,7 +226,7 @@ export class TurnRunner {
     if (compactor === undefined)
       throw new InternalError("session.no_model", `Session ${key} cannot run a turn without a model.`);
     const deps = this.#deps;
-    conversation.addUserMessage(userMessageOf(request.inbound));
+    conversation.addUserMessage(userMessageOf(request.inbound, request.attachments));
     // Open the turn before any model time is spent: the user's words survive a crash of the process from here
     // on, and a power loss once fsynced (shortly after, or with the turn's end; see `AppendDurability`). Messages
     // an earlier full disk kept out of the transcript go first; if this fails too, the input joins them (kept in
