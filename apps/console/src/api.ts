@@ -80,6 +80,11 @@ async function request(path: string, init: RequestInit = {}): Promise<Response> 
   return response;
 }
 
+/** Calls the API with the admin token and returns the body as it came (a download: the token stays in a header). */
+export async function apiBlob(path: string): Promise<Blob> {
+  return (await request(path)).blob();
+}
+
 /** Calls the API with the admin token and returns the parsed JSON body (untrusted: read it with `read.ts`). */
 export async function api(path: string, init: { method?: string; body?: unknown } = {}): Promise<unknown> {
   const response = await request(path, {
@@ -131,6 +136,11 @@ export function approvalPath(id: string): string {
 /** `/api/tasks/{id}`. */
 export function taskPath(id: string): string {
   return under("/api/tasks/", pathSegment(id, "a task id"), "a task id");
+}
+
+/** `/api/backups/{name}`. */
+export function backupPath(name: string): string {
+  return under("/api/backups/", pathSegment(name, "a backup name"), "a backup name");
 }
 
 /** Answers a waiting tool call; resolves with the settled record (untrusted JSON), rejects with an `ApiError`. */

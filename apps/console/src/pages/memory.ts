@@ -1,6 +1,8 @@
 import { html } from "htm/preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, api, memoryFilePath } from "../api.js";
+import { ConsolidationCard } from "../components/memory-care-consolidation.js";
+import { ForgetCard } from "../components/memory-care-forget.js";
 import { asArray, asRecord, formatAgo, num, str } from "../read.js";
 import { navigate } from "../router.js";
 import { ErrorBox, useLoad } from "../ui.js";
@@ -30,7 +32,10 @@ function selectLines(textarea: HTMLTextAreaElement, start: number, end: number):
   textarea.scrollTop = Math.max(0, (start - 3) * lineHeight);
 }
 
-/** The memory files: list, open, edit and save (optimistic via the file's hash), and search. */
+/**
+ * The memory files: list, open, edit and save (optimistic via the file's hash), and search; forget a fact, and
+ * consolidation's state with Consolidate now.
+ */
 export function MemoryPage(props: { file?: string }) {
   const files = useLoad(
     async () => asArray(asRecord(await api("/api/memory/files")).files).map(asRecord),
@@ -41,6 +46,8 @@ export function MemoryPage(props: { file?: string }) {
   const [loadError, setLoadError] = useState<unknown>();
   const [save, setSave] = useState<SaveState>({ kind: "idle" });
   const [highlight, setHighlight] = useState<{ start: number; end: number }>();
+  // Bumped when the files changed on disk (a forget, a consolidation): the open file is read again.
+  const [revision, setRevision] = useState(0);
   const editorRef = useRef<HTMLTextAreaElement>(null);
   const first = files.data ? str(files.data[0]?.path, "MEMORY.md") : undefined;
   const selected = props.file ?? first;
@@ -82,7 +89,7 @@ export function MemoryPage(props: { file?: string }) {
     return () => {
       current = false;
     };
-  }, [selected]);
+  }, [selected, revision]);
 
   useEffect(() => {
     if (highlight && editorRef.current && open?.path === selected) {
@@ -126,6 +133,11 @@ export function MemoryPage(props: { file?: string }) {
   };
 
   const dirty = open !== undefined && text !== open.saved;
+  // Unsaved edits stay on screen: saving them then meets the changed file as a conflict, and says so.
+  const filesChanged = () => {
+    files.reload();
+    if (!dirty) setRevision((value) => value + 1);
+  };
   return html`
     <section class="memory">
       <h1>Memory</h1>
@@ -207,6 +219,10 @@ export function MemoryPage(props: { file?: string }) {
                 : html`<p class="muted">Loading…</p>`
           }
         </div>
+      </div>
+      <div class="memory-care">
+        <${ForgetCard} onForgot=${filesChanged} />
+        <${ConsolidationCard} onFinished=${filesChanged} />
       </div>
     </section>
   `;

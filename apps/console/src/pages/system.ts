@@ -1,6 +1,7 @@
 import { html } from "htm/preact";
 import { useState } from "preact/hooks";
 import { ApiError, api, jobRetryPath } from "../api.js";
+import { BackupsCard } from "../components/backup-list.js";
 import { FactList, formatValue, humanLabel } from "../components/facts.js";
 import { useDebounced, useLiveEvents } from "../live.js";
 import { asArray, asRecord, formatAgo, formatTime, num, str } from "../read.js";
@@ -239,7 +240,7 @@ function ServerInfo() {
   `;
 }
 
-/** Channels, the summarizer queue, the memory index and the server's configuration, updated live. */
+/** Channels, the summarizer queue, the memory index, backups and the server's configuration, updated live. */
 export function SystemPage() {
   const live = useLiveEvents(() => {});
   return html`
@@ -249,6 +250,7 @@ export function SystemPage() {
         <${ServerInfo} />
         <${Channels} />
         <${IndexStatus} />
+        <${BackupsCard} />
         <${SummarizerQueue} />
       </div>
     </section>
