@@ -48,6 +48,8 @@ export function resolveDingTalkConfig(
     robotCode: settings.robotCode ?? settings.clientId,
     gatewayUrl: settings.gatewayUrl.replace(/\/+$/, ""),
     apiBaseUrl: settings.apiBaseUrl.replace(/\/+$/, ""),
+    oapiBaseUrl: settings.oapiBaseUrl.replace(/\/+$/, ""),
+    cardTemplateId: settings.cardTemplateId,
     account: options.account ?? "default",
     logger: options.logger ?? silentLogger,
     throttleRetryDelayMs: options.throttleRetryDelayMs ?? 1_000,

@@ -62,15 +62,18 @@ export function flattenContent(payload: RobotPayload): FlattenedContent {
   const kind = kinds[payload.msgtype];
   if (kind === undefined || code === undefined || !media.success) return { text: "", attachments: [] };
   const { fileName: name, duration } = media.data;
+  // DingTalk's audio messages are voice messages recorded in the app, and come with DingTalk's own speech
+  // recognition: that is what the person said, so it is the message's text and voice works without a
+  // transcription endpoint. Such a recording is kept as an audio file, not marked `voice`: the server would
+  // transcribe it again (or tell the person it cannot). Without recognition it is a voice message to transcribe.
+  const recognition = (media.data.recognition ?? "").trim();
   return {
-    // Voice messages come with DingTalk's speech recognition: that is what the user said.
-    text: (media.data.recognition ?? "").trim(),
+    text: recognition,
     attachments: [
       {
         kind,
         id: code,
-        // DingTalk's audio messages are voice messages recorded in the app.
-        ...(kind === "audio" ? { voice: true } : {}),
+        ...(kind === "audio" && recognition === "" ? { voice: true } : {}),
         ...(name === undefined ? {} : { name }),
         ...(duration === undefined ? {} : { durationMs: duration }),
       },

@@ -14,6 +14,17 @@ describe("dingtalkChannel", () => {
     expect(dingtalkChannel.settings.parse({ clientId: " ding123 " }).clientId).toBe("ding123");
   });
 
+  it("streams into an AI card only with a template id, and uploads files through the older API's base URL", () => {
+    const settings = dingtalkChannel.settings.parse({ cardTemplateId: "  tpl-1.schema " });
+    expect(settings).toMatchObject({
+      cardTemplateId: "tpl-1.schema",
+      oapiBaseUrl: "https://oapi.dingtalk.com",
+    });
+    expect(dingtalkChannel.settings.parse({}).cardTemplateId).toBeUndefined();
+    // Static capabilities cannot depend on the template: the adapter's startReplyStream says whether it streams.
+    expect(dingtalkChannel.capabilities).toEqual({ streamingEdits: false, buttons: false, uploads: true });
+  });
+
   it("names the bad keys without echoing the secret", () => {
     const parsed = dingtalkChannel.settings.safeParse({
       clientId: "",

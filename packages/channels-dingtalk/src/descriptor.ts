@@ -35,6 +35,17 @@ const dingtalkSettings = z
       env: "ALMANAC_DINGTALK_API_BASE_URL",
       description: "Robot OpenAPI base URL (set only for testing).",
     }),
+    oapiBaseUrl: setting(httpUrl.default("https://oapi.dingtalk.com"), {
+      env: "ALMANAC_DINGTALK_OAPI_BASE_URL",
+      description:
+        "Base URL of DingTalk's older API, used to upload the files the assistant sends (set only for testing).",
+    }),
+    cardTemplateId: setting(z.string().trim().min(1).optional(), {
+      env: "ALMANAC_DINGTALK_CARD_TEMPLATE_ID",
+      description:
+        "Id of an AI card template (DingTalk developer console → Card Platform → create a template of the AI card kind, with a Markdown variable named `content`). When set, replies are streamed into that card as they are written; unset, each reply is sent whole.",
+      example: "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx.schema",
+    }),
     ...channelAccessSettings("ALMANAC_DINGTALK", "DingTalk"),
   })
   .prefault({});
@@ -75,5 +86,7 @@ export const dingtalkChannel: ChannelDescriptor<
     }
     return { status: "ok", message: "enabled (client id and secret set, Stream mode)" };
   },
-  capabilities: { streamingEdits: false, buttons: false, uploads: false },
+  // Capabilities are static while streaming depends on ALMANAC_DINGTALK_CARD_TEMPLATE_ID: `streamingEdits` stays
+  // false, and the adapter has `startReplyStream` only when a card template is configured (what the server checks).
+  capabilities: { streamingEdits: false, buttons: false, uploads: true },
 };

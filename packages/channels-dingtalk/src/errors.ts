@@ -16,6 +16,10 @@ export const dingTalkErrorCategories = {
   "dingtalk.gateway_unavailable": "provider",
   /** DingTalk refused a message (errcode / error body); the message carries DingTalk's words. */
   "dingtalk.send_failed": "provider",
+  /** A file to send is larger than DingTalk's media upload takes for its type (the message names the limit). */
+  "dingtalk.upload_too_large": "user",
+  /** A received file could not be fetched: DingTalk refused its download code, or its URL failed or was not https. */
+  "dingtalk.download_failed": "provider",
   /** The request did not get an HTTP answer (connection refused, timeout). */
   "dingtalk.network": "provider",
   /** DingTalk answered something we cannot read. */

@@ -7,27 +7,43 @@ export interface JsonResponse {
   readonly body: unknown;
 }
 
-/** Options of {@link postJson}. */
+/** Options of {@link postJson} and {@link requestJson}. */
 export interface PostJsonOptions {
   readonly headers?: Readonly<Record<string, string>>;
   readonly timeoutMs: number;
   /** Names the call in errors, e.g. `sessionWebhook`; never contains a secret. */
   readonly what: string;
+  /** Cancels the request besides the timeout (e.g. an attachment download's deadline). */
+  readonly signal?: AbortSignal;
 }
 
 /**
  * POSTs a JSON body and reads the answer as `unknown` (callers validate it).
  * @throws DingTalkError `dingtalk.network` when no HTTP answer arrives (refused, reset, timeout).
  */
-export async function postJson(url: string, body: unknown, options: PostJsonOptions): Promise<JsonResponse> {
+export function postJson(url: string, body: unknown, options: PostJsonOptions): Promise<JsonResponse> {
+  return requestJson("POST", url, body, options);
+}
+
+/**
+ * Sends a JSON body with `method` (DingTalk's card streaming is a `PUT`) and reads the answer as `unknown`.
+ * @throws DingTalkError `dingtalk.network` when no HTTP answer arrives (refused, reset, timeout, aborted).
+ */
+export async function requestJson(
+  method: "POST" | "PUT",
+  url: string,
+  body: unknown,
+  options: PostJsonOptions,
+): Promise<JsonResponse> {
   let response: Response;
   let text: string;
+  const timeout = AbortSignal.timeout(options.timeoutMs);
   try {
     response = await fetch(url, {
-      method: "POST",
+      method,
       headers: { "content-type": "application/json", accept: "application/json", ...options.headers },
       body: JSON.stringify(body),
-      signal: AbortSignal.timeout(options.timeoutMs),
+      signal: options.signal === undefined ? timeout : AbortSignal.any([timeout, options.signal]),
     });
     text = await response.text();
   } catch (error) {
@@ -39,7 +55,8 @@ export async function postJson(url: string, body: unknown, options: PostJsonOpti
   return { status: response.status, body: parseJson(text) };
 }
 
-function parseJson(text: string): unknown {
+/** Parses JSON text, `undefined` when it is empty or not JSON (callers validate what they got). */
+export function parseJson(text: string): unknown {
   if (text === "") return undefined;
   try {
     return JSON.parse(text) as unknown;

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import type { AccessTokenCache } from "./access-token.js";
 import { DingTalkError } from "./errors.js";
-import { describeErrorBody, type JsonResponse, postJson } from "./http-json.js";
+import { postJson } from "./http-json.js";
+import { httpFailure, type OpenApiClient } from "./open-api-client.js";
 import type { MarkdownMessage } from "./types.js";
 
 /** `errcode` of a sessionWebhook that expired or never existed ("session 不存在"). */
@@ -63,13 +63,20 @@ export async function postToSessionWebhook(
 
 /** Settings of {@link RobotOpenApi}. */
 export interface RobotOpenApiSettings {
-  readonly apiBaseUrl: string;
+  readonly client: OpenApiClient;
   readonly robotCode: string;
-  readonly tokens: AccessTokenCache;
-  readonly timeoutMs: number;
 }
 
-/** The robot's OpenAPI: one-on-one and group messages sent with the app's access token. */
+/** A robot message of the OpenAPI: a message template (`msgKey`) and its parameters. */
+export interface RobotMessageBody {
+  /** `sampleMarkdown`, `sampleImageMsg`, `sampleFile`, … */
+  readonly msgKey: string;
+  readonly msgParam: Readonly<Record<string, unknown>>;
+}
+
+const downloadAnswerSchema = z.object({ downloadUrl: z.string().min(1) }).loose();
+
+/** The robot's OpenAPI: one-on-one and group messages sent with the app's access token, and message files. */
 export class RobotOpenApi {
   private readonly settings: RobotOpenApiSettings;
 
@@ -78,9 +85,9 @@ export class RobotOpenApi {
   }
 
   /** Sends to one user's one-on-one chat with the robot (`oToMessages/batchSend`). */
-  async sendToUser(staffId: string, message: MarkdownMessage): Promise<void> {
-    const body = { robotCode: this.settings.robotCode, userIds: [staffId], ...markdownParam(message) };
-    const answer = await this.call("/v1.0/robot/oToMessages/batchSend", body);
+  async sendToUser(staffId: string, message: RobotMessageBody): Promise<void> {
+    const body = { robotCode: this.settings.robotCode, userIds: [staffId], ...wireBody(message) };
+    const answer = await this.settings.client.call("POST", "/v1.0/robot/oToMessages/batchSend", body);
     const parsed = batchSendAnswerSchema.safeParse(answer);
     if (!parsed.success)
       throw new DingTalkError("dingtalk.bad_response", "DingTalk batchSend answer is not an object.");
@@ -95,44 +102,40 @@ export class RobotOpenApi {
   }
 
   /** Sends to a group the robot is in (`groupMessages/send`). */
-  async sendToGroup(openConversationId: string, message: MarkdownMessage): Promise<void> {
-    const body = { robotCode: this.settings.robotCode, openConversationId, ...markdownParam(message) };
-    await this.call("/v1.0/robot/groupMessages/send", body);
+  async sendToGroup(openConversationId: string, message: RobotMessageBody): Promise<void> {
+    const body = { robotCode: this.settings.robotCode, openConversationId, ...wireBody(message) };
+    await this.settings.client.call("POST", "/v1.0/robot/groupMessages/send", body);
   }
 
-  /** POSTs with the access token; a token DingTalk calls invalid is replaced once. */
-  private async call(path: string, body: unknown): Promise<unknown> {
-    for (let attempt = 0; ; attempt += 1) {
-      const token = await this.settings.tokens.get();
-      const response = await postJson(`${this.settings.apiBaseUrl}${path}`, body, {
-        headers: { "x-acs-dingtalk-access-token": token },
-        timeoutMs: this.settings.timeoutMs,
-        what: path,
-      });
-      if (response.status === 200) return response.body;
-      if (response.status === 401 && attempt === 0) {
-        this.settings.tokens.invalidate(token);
-        continue;
-      }
-      throw httpFailure(path, response);
-    }
+  /**
+   * Exchanges the download code of a received picture, file, voice or video message for a short-lived URL
+   * (`messageFiles/download`).
+   * @throws DingTalkError `dingtalk.bad_response` when the answer has no `downloadUrl`, or what the call throws
+   */
+  async downloadUrl(downloadCode: string, signal?: AbortSignal): Promise<string> {
+    const body = { downloadCode, robotCode: this.settings.robotCode };
+    const answer = await this.settings.client.call(
+      "POST",
+      "/v1.0/robot/messageFiles/download",
+      body,
+      signal === undefined ? {} : { signal },
+    );
+    const parsed = downloadAnswerSchema.safeParse(answer);
+    if (!parsed.success)
+      throw new DingTalkError(
+        "dingtalk.bad_response",
+        "DingTalk messageFiles/download answer has no downloadUrl.",
+      );
+    return parsed.data.downloadUrl;
   }
 }
 
-function markdownParam(message: MarkdownMessage): { msgKey: string; msgParam: string } {
-  return { msgKey: "sampleMarkdown", msgParam: JSON.stringify({ title: message.title, text: message.text }) };
+/** A markdown message as the OpenAPI's `sampleMarkdown` template. */
+export function markdownBody(message: MarkdownMessage): RobotMessageBody {
+  return { msgKey: "sampleMarkdown", msgParam: { title: message.title, text: message.text } };
 }
 
-function httpFailure(what: string, response: JsonResponse): DingTalkError {
-  const { code, message } = describeErrorBody(response.body);
-  const said = `HTTP ${response.status}${code === undefined ? "" : ` ${code}`}: ${message}`;
-  const options = { status: response.status, ...(code === undefined ? {} : { platformCode: code }) };
-  // DingTalk's QPS limits: HTTP 403 with Forbidden.AccessDenied.QpsLimitForApi (or …ForAppkeyAndApi); 429 in general.
-  if (response.status === 429 || (code?.includes("QpsLimit") ?? false)) {
-    return new DingTalkError("dingtalk.rate_limited", `DingTalk throttled ${what} (${said}).`, options);
-  }
-  const hint = code?.includes("PermissionDenied")
-    ? "; grant the app the robot message permission (qyapi_robot_sendmsg) and publish a new version"
-    : "";
-  return new DingTalkError("dingtalk.send_failed", `DingTalk ${what} failed (${said})${hint}.`, options);
+/** The OpenAPI wants `msgParam` as JSON text. */
+function wireBody(message: RobotMessageBody): { msgKey: string; msgParam: string } {
+  return { msgKey: message.msgKey, msgParam: JSON.stringify(message.msgParam) };
 }

@@ -1,6 +1,6 @@
 import type { Logger } from "@almanac/core";
 import { DingTalkError, isDingTalkError } from "./errors.js";
-import { postToSessionWebhook, type RobotOpenApi } from "./robot-api.js";
+import { markdownBody, postToSessionWebhook, type RobotMessageBody, type RobotOpenApi } from "./robot-api.js";
 import type { DeliveryPlan, DingTalkClock, MarkdownMessage } from "./types.js";
 
 /** Settings of {@link RobotSender}. */
@@ -51,7 +51,7 @@ export class RobotSender {
             webhook = undefined;
           }
         }
-        await this.withThrottleRetry(() => this.sendViaOpenApi(plan.target, message));
+        await this.withThrottleRetry(() => this.sendViaOpenApi(plan.target, markdownBody(message)));
       } catch (error) {
         if (messages.length > 1 && isDingTalkError(error)) {
           this.settings.logger.warn(
@@ -64,7 +64,15 @@ export class RobotSender {
     }
   }
 
-  private async sendViaOpenApi(target: DeliveryPlan["target"], message: MarkdownMessage): Promise<void> {
+  /**
+   * Sends one robot message of any template (an image, a file) through the OpenAPI, retrying when throttled: the
+   * sessionWebhook takes only text-like messages.
+   */
+  async sendThroughOpenApi(target: DeliveryPlan["target"], message: RobotMessageBody): Promise<void> {
+    await this.withThrottleRetry(() => this.sendViaOpenApi(target, message));
+  }
+
+  private async sendViaOpenApi(target: DeliveryPlan["target"], message: RobotMessageBody): Promise<void> {
     if (target.kind === "group") {
       await this.settings.openApi.sendToGroup(target.openConversationId, message);
       return;

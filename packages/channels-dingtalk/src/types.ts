@@ -13,12 +13,13 @@ export interface DingTalkClock {
 /**
  * What the adapter reads of the validated `channels.dingtalk` block: the app's Client ID (formerly AppKey) and
  * Client Secret (formerly AppSecret; never logged), the robot code used by the OpenAPI (unset: the client id, as an
- * internal app's robot has the app's key as code), and the base URLs of `POST /v1.0/gateway/connections/open`
- * and of the OpenAPI (access token, robot messages).
+ * internal app's robot has the app's key as code), the base URLs of `POST /v1.0/gateway/connections/open`, of the
+ * OpenAPI (access token, robot messages, files, cards) and of the older API (media upload), and the AI card
+ * template replies are streamed into (unset: no streaming).
  */
 export type DingTalkAdapterSettings = Pick<
   EnabledDingTalkSettings,
-  "clientId" | "clientSecret" | "robotCode" | "gatewayUrl" | "apiBaseUrl"
+  "clientId" | "clientSecret" | "robotCode" | "gatewayUrl" | "apiBaseUrl" | "oapiBaseUrl" | "cardTemplateId"
 >;
 
 /** Run-time options of {@link createDingTalkAdapter}; all have defaults. */
@@ -52,6 +53,9 @@ export interface ResolvedDingTalkConfig {
   readonly account: string;
   readonly gatewayUrl: string;
   readonly apiBaseUrl: string;
+  readonly oapiBaseUrl: string;
+  /** The AI card template replies stream into; undefined: replies are sent whole. */
+  readonly cardTemplateId: string | undefined;
   readonly logger: Logger;
   readonly throttleRetryDelayMs: number;
   readonly throttleRetries: number;

@@ -43,6 +43,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     clientSecret: fake.clientSecret,
     gatewayUrl: fake.url,
     apiBaseUrl: fake.url,
+    oapiBaseUrl: fake.url,
     ...options.settings,
   });
   const adapter = createDingTalkAdapter(settings, {

@@ -2,11 +2,19 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { z } from "zod";
 import { parseJsonBody, readBody, sendJson } from "../http-io.js";
+import { createCardHttp } from "./card-http.js";
 import { FakeRecords } from "./fake-records.js";
+import { createMediaHttp } from "./media-http.js";
+import { createMessageFilesHttp } from "./message-files-http.js";
 import { createRobotHttp } from "./robot-http.js";
 import { buildRobotPayload, robotConversation } from "./robot-payload.js";
 import { createStreamGateway } from "./stream-gateway.js";
-import { DEFAULT_MARKDOWN_LIMIT, type FakeDingTalk, type FakeDingTalkOptions } from "./types.js";
+import {
+  DEFAULT_CARD_TEMPLATE_ID,
+  DEFAULT_MARKDOWN_LIMIT,
+  type FakeDingTalk,
+  type FakeDingTalkOptions,
+} from "./types.js";
 
 const connectionsOpenSchema = z.object({
   clientId: z.string(),
@@ -18,7 +26,9 @@ const connectionsOpenSchema = z.object({
 /**
  * Starts a fake DingTalk on a random port of 127.0.0.1: `POST /v1.0/gateway/connections/open` and the Stream
  * WebSocket (`/connect?ticket=…`), per-conversation sessionWebhooks (`POST /robot/sendBySession?session=…`),
- * `POST /v1.0/oauth2/accessToken` and the robot OpenAPI (`oToMessages/batchSend`, `groupMessages/send`).
+ * `POST /v1.0/oauth2/accessToken`, the robot OpenAPI (`oToMessages/batchSend`, `groupMessages/send`,
+ * `messageFiles/download` and the download URLs it names), AI cards (`card/instances/createAndDeliver`,
+ * `PUT card/streaming`) and the older API's `POST /media/upload`.
  */
 export async function startFakeDingTalk(options: FakeDingTalkOptions = {}): Promise<FakeDingTalk> {
   const clientId = options.clientId ?? "dingfakeclientid";
@@ -33,6 +43,8 @@ export async function startFakeDingTalk(options: FakeDingTalkOptions = {}): Prom
     maxRedeliveries: options.maxRedeliveries ?? 3,
     disconnectGraceMs: options.disconnectGraceMs ?? 20,
   });
+  const cardTemplateId = options.cardTemplateId ?? DEFAULT_CARD_TEMPLATE_ID;
+  let baseUrl = "";
   const robot = createRobotHttp({
     records,
     clientId,
@@ -40,8 +52,11 @@ export async function startFakeDingTalk(options: FakeDingTalkOptions = {}): Prom
     robotCode,
     accessTokenTtlSeconds: options.accessTokenTtlSeconds ?? 7_200,
     markdownLimit: options.markdownLimit ?? DEFAULT_MARKDOWN_LIMIT,
+    mediaExists: (mediaId) => media.exists(mediaId),
   });
-  let baseUrl = "";
+  const media = createMediaHttp({ records, robot });
+  const files = createMessageFilesHttp({ records, robot, robotCode, baseUrl: () => baseUrl });
+  const cards = createCardHttp({ records, robot, robotCode, cardTemplateId });
   let nextMessage = 0;
 
   function openConnection(request: IncomingMessage, response: ServerResponse, body: unknown): void {
@@ -62,12 +77,16 @@ export async function startFakeDingTalk(options: FakeDingTalkOptions = {}): Prom
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? "/", "http://127.0.0.1");
+    // The upload is multipart: it reads its raw body itself.
+    if (await media.handle(request, response, url)) return;
     const { value: body } = parseJsonBody(await readBody(request));
     if (request.method === "POST" && url.pathname === "/v1.0/gateway/connections/open") {
       openConnection(request, response, body);
       return;
     }
     if (robot.handle(request, response, url, body)) return;
+    if (files.handle(request, response, url, body)) return;
+    if (cards.handle(request, response, url, body)) return;
     sendJson(response, 404, {
       requestid: randomUUID(),
       code: "NotFound",
@@ -101,6 +120,7 @@ export async function startFakeDingTalk(options: FakeDingTalkOptions = {}): Prom
     clientId,
     clientSecret,
     robotCode,
+    cardTemplateId,
     sendRobotMessage(input) {
       nextMessage += 1;
       const now = Date.now();
@@ -127,6 +147,10 @@ export async function startFakeDingTalk(options: FakeDingTalkOptions = {}): Prom
     clientPings: () => gateway.clientPings(),
     rateLimitNext: ({ route = "any", times = 1 } = {}) => robot.rateLimitNext(route, times),
     expireAccessTokens: () => robot.expireAccessTokens(),
+    addFile: (downloadCode, file) => files.addFile(downloadCode, file),
+    downloads: () => [...records.downloads],
+    cards: () => cards.cards(),
+    uploads: () => [...records.uploads],
     sent: () => [...records.sent],
     acks: () => [...records.acks],
     deliveries: () => [...records.deliveries],

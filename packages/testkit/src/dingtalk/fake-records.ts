@@ -1,4 +1,12 @@
-import type { AckRecord, ConnectionRecord, DeliveryRecord, RejectionRecord, SentMessage } from "./types.js";
+import type {
+  AckRecord,
+  ConnectionRecord,
+  DeliveryRecord,
+  DownloadRecord,
+  RejectionRecord,
+  SentMessage,
+  UploadRecord,
+} from "./types.js";
 
 type WithoutSeq<T> = Omit<T, "seq" | "at">;
 
@@ -10,9 +18,12 @@ export class FakeRecords {
   readonly rejections: RejectionRecord[] = [];
   readonly connections: ConnectionRecord[] = [];
   readonly problems: string[] = [];
+  readonly downloads: DownloadRecord[] = [];
+  readonly uploads: UploadRecord[] = [];
   private seq = 0;
 
-  private stamp(): { seq: number; at: number } {
+  /** The next position in the shared order, with the time (for records kept elsewhere, e.g. card updates). */
+  stamp(): { seq: number; at: number } {
     this.seq += 1;
     return { seq: this.seq, at: Date.now() };
   }
@@ -31,6 +42,14 @@ export class FakeRecords {
 
   addRejection(record: WithoutSeq<RejectionRecord>): void {
     this.rejections.push(Object.freeze({ ...this.stamp(), ...record }));
+  }
+
+  addDownload(record: WithoutSeq<DownloadRecord>): void {
+    this.downloads.push(Object.freeze({ ...this.stamp(), ...record }));
+  }
+
+  addUpload(record: WithoutSeq<UploadRecord>): void {
+    this.uploads.push(Object.freeze({ ...this.stamp(), ...record }));
   }
 
   addProblem(problem: string): void {

@@ -1,18 +1,26 @@
 export { startFakeDingTalk } from "./fake-dingtalk.js";
 export {
   type AckRecord,
+  type CardRecord,
+  type CardUpdateRecord,
   type ConnectionRecord,
+  DEFAULT_CARD_TEMPLATE_ID,
   DEFAULT_MARKDOWN_LIMIT,
   type DeliveryRecord,
+  type DownloadRecord,
   type FakeDingTalk,
   type FakeDingTalkOptions,
+  type FakeFileInput,
+  MEDIA_UPLOAD_LIMITS,
   MSG_PARAM_BYTE_LIMIT,
   type RejectionRecord,
   type RichTextPart,
   ROBOT_TOPIC,
   type RobotDelivery,
+  type RobotMediaInput,
   type RobotMessageInput,
   type SentMessage,
   type ThrottledRoute,
+  type UploadRecord,
 } from "./types.js";
 export { type WaitUntilOptions, waitUntil } from "./wait-until.js";

@@ -14,7 +14,12 @@ export interface RobotHttpOptions {
   readonly robotCode: string;
   readonly accessTokenTtlSeconds: number;
   readonly markdownLimit: number;
+  /** True for a `media_id` the fake's media upload issued (image and file messages must name one). */
+  readonly mediaExists: (mediaId: string) => boolean;
 }
+
+/** The OpenAPI routes that share the robot's token check and throttling. */
+export type OpenApiRoute = "openapi" | "card" | "messageFiles";
 
 /** The robot's HTTP surface: access tokens, sessionWebhooks and the robot OpenAPI. */
 export interface RobotHttp {
@@ -23,11 +28,24 @@ export interface RobotHttp {
   rateLimitNext(route: ThrottledRoute, times: number): void;
   expireAccessTokens(): void;
   tokensIssued(): number;
+  /** True for an access token the fake issued that has not expired. */
+  validToken(token: unknown): boolean;
+  /**
+   * Checks `x-acs-dingtalk-access-token` (401 `InvalidAuthentication`) and the route's throttle (403 QPS limit);
+   * when either fails, answers the request, records the rejection and returns false.
+   */
+  authorize(request: IncomingMessage, response: ServerResponse, route: OpenApiRoute): boolean;
+  /** Answers an OpenAPI error the way DingTalk does, recording the rejection. */
+  reject(response: ServerResponse, route: OpenApiRoute, status: number, code: string, message: string): void;
   /** Answers the request when the path is one of the robot routes; false otherwise. */
   handle(request: IncomingMessage, response: ServerResponse, url: URL, body: unknown): boolean;
 }
 
-type Content = { msgtype: "markdown"; title: string; text: string } | { msgtype: "text"; text: string };
+type Content =
+  | { msgtype: "markdown"; title: string; text: string }
+  | { msgtype: "text"; text: string }
+  | { msgtype: "image"; text: ""; mediaId: string }
+  | { msgtype: "file"; text: ""; mediaId: string; fileName: string; fileType: string };
 
 const webhookBodySchema = z.discriminatedUnion("msgtype", [
   z.object({
@@ -42,6 +60,12 @@ const batchSendSchema = z.object({ ...messageFields, userIds: z.array(z.string()
 const groupSendSchema = z.object({ ...messageFields, openConversationId: z.string().min(1) });
 const markdownParamSchema = z.object({ title: z.string().min(1), text: z.string() });
 const textParamSchema = z.object({ content: z.string() });
+const imageParamSchema = z.object({ photoURL: z.string().min(1) });
+const fileParamSchema = z.object({
+  mediaId: z.string().min(1),
+  fileName: z.string().min(1),
+  fileType: z.string().min(1),
+});
 
 // DingTalk's answers. `300001`, `130101`, `authFailed`, `invalidClientIdOrSecret`, `InvalidAuthentication` and
 // `Forbidden.AccessDenied.QpsLimitForApi` are what DingTalk returns; `40035`/`InvalidParameter` for a bad or
@@ -66,11 +90,11 @@ export function createRobotHttp(options: RobotHttpOptions): RobotHttp {
     string,
     { conversation: RobotConversation; expiresAt: number; revoked: boolean }
   >();
-  const throttles: Record<ThrottledRoute, number> = { sessionWebhook: 0, openapi: 0, any: 0 };
+  const throttles: Record<ThrottledRoute, number> = { sessionWebhook: 0, openapi: 0, card: 0, any: 0 };
   let issued = 0;
   let nextSession = 0;
 
-  const throttled = (route: "sessionWebhook" | "openapi"): boolean => {
+  const throttled = (route: Exclude<ThrottledRoute, "any">): boolean => {
     if (throttles[route] > 0) {
       throttles[route] -= 1;
       return true;
@@ -84,7 +108,7 @@ export function createRobotHttp(options: RobotHttpOptions): RobotHttp {
 
   const openApiError = (
     response: ServerResponse,
-    route: "accessToken" | "openapi",
+    route: "accessToken" | OpenApiRoute,
     status: number,
     code: string,
     message: string,
@@ -102,6 +126,23 @@ export function createRobotHttp(options: RobotHttpOptions): RobotHttp {
     });
     sendJson(response, 200, body);
   };
+
+  const validToken = (token: unknown): boolean => {
+    const expiresAt = typeof token === "string" ? tokens.get(token) : undefined;
+    return expiresAt !== undefined && expiresAt > Date.now();
+  };
+
+  function authorize(request: IncomingMessage, response: ServerResponse, route: OpenApiRoute): boolean {
+    if (!validToken(request.headers["x-acs-dingtalk-access-token"])) {
+      openApiError(response, route, 401, "InvalidAuthentication", "不合法的access_token");
+      return false;
+    }
+    if (route !== "messageFiles" && throttled(route)) {
+      openApiError(response, route, 403, "Forbidden.AccessDenied.QpsLimitForApi", "请求过于频繁，请稍后重试");
+      return false;
+    }
+    return true;
+  }
 
   const tooLong = (content: Content): string | undefined =>
     content.text.length > options.markdownLimit
@@ -179,6 +220,21 @@ export function createRobotHttp(options: RobotHttpOptions): RobotHttp {
         ? { msgtype: "text", text: parsed.data.content }
         : "msgParam of sampleText needs {content}";
     }
+    if (msgKey === "sampleImageMsg") {
+      // photoURL takes a picture's URL or a media_id from media/upload; the fake knows only its own media ids.
+      const parsed = imageParamSchema.safeParse(param);
+      if (!parsed.success) return "msgParam of sampleImageMsg needs {photoURL}";
+      if (!options.mediaExists(parsed.data.photoURL))
+        return `photoURL ${parsed.data.photoURL} is no uploaded media`;
+      return { msgtype: "image", text: "", mediaId: parsed.data.photoURL };
+    }
+    if (msgKey === "sampleFile") {
+      const parsed = fileParamSchema.safeParse(param);
+      if (!parsed.success) return "msgParam of sampleFile needs {mediaId, fileName, fileType}";
+      if (!options.mediaExists(parsed.data.mediaId))
+        return `mediaId ${parsed.data.mediaId} is no uploaded media`;
+      return { msgtype: "file", text: "", ...parsed.data };
+    }
     return `msgKey ${msgKey} is not supported by the fake`;
   }
 
@@ -188,22 +244,7 @@ export function createRobotHttp(options: RobotHttpOptions): RobotHttp {
     kind: "dm" | "group",
     body: unknown,
   ) {
-    const token = request.headers["x-acs-dingtalk-access-token"];
-    const expiresAt = typeof token === "string" ? tokens.get(token) : undefined;
-    if (expiresAt === undefined || expiresAt <= Date.now()) {
-      openApiError(response, "openapi", 401, "InvalidAuthentication", "不合法的access_token");
-      return;
-    }
-    if (throttled("openapi")) {
-      openApiError(
-        response,
-        "openapi",
-        403,
-        "Forbidden.AccessDenied.QpsLimitForApi",
-        "请求过于频繁，请稍后重试",
-      );
-      return;
-    }
+    if (!authorize(request, response, "openapi")) return;
     const parsed = kind === "dm" ? batchSendSchema.safeParse(body) : groupSendSchema.safeParse(body);
     if (!parsed.success) {
       openApiError(
@@ -260,6 +301,9 @@ export function createRobotHttp(options: RobotHttpOptions): RobotHttp {
       tokens.clear();
     },
     tokensIssued: () => issued,
+    validToken,
+    authorize,
+    reject: openApiError,
     handle(request, response, url, body) {
       if (request.method !== "POST") return false;
       switch (url.pathname) {

@@ -1,4 +1,4 @@
-import type { RobotMessageInput } from "./types.js";
+import type { RobotMediaInput, RobotMessageInput } from "./types.js";
 
 /** Ids and URLs the fake fills into a robot payload. */
 export interface RobotPayloadContext {
@@ -66,7 +66,10 @@ export function buildRobotPayload(
   } else if (input.isInAtList !== undefined) {
     payload.isInAtList = input.isInAtList;
   }
-  if (input.richText !== undefined) {
+  if (input.media !== undefined) {
+    payload.msgtype = input.media.type;
+    payload.content = mediaContent(input.media);
+  } else if (input.richText !== undefined) {
     payload.msgtype = "richText";
     payload.content = {
       richText: input.richText.map((part) =>
@@ -81,4 +84,28 @@ export function buildRobotPayload(
     payload.text = { content: isGroup ? ` ${text}` : text };
   }
   return { ...payload, ...input.extra };
+}
+
+/** `content` of a picture, file, audio or video message, in DingTalk's shape. */
+function mediaContent(media: RobotMediaInput): Record<string, unknown> {
+  const { downloadCode } = media;
+  switch (media.type) {
+    case "picture":
+      return { downloadCode, pictureDownloadCode: `pic-${downloadCode}` };
+    case "file":
+      return {
+        downloadCode,
+        fileName: media.fileName ?? "file",
+        fileId: `file-${downloadCode}`,
+        spaceId: "1",
+      };
+    case "audio":
+      return {
+        downloadCode,
+        duration: media.duration ?? 3_000,
+        ...(media.recognition === undefined ? {} : { recognition: media.recognition }),
+      };
+    case "video":
+      return { downloadCode, duration: media.duration ?? 5_000, videoType: "mp4" };
+  }
 }

@@ -11,6 +11,20 @@ export const DEFAULT_MARKDOWN_LIMIT = 5_000;
 /** Documented limit of the OpenAPI `msgParam` (JSON text), in UTF-8 bytes. */
 export const MSG_PARAM_BYTE_LIMIT = 15_000;
 
+/** Template id of the AI card the fake knows, unless {@link FakeDingTalkOptions.cardTemplateId} names another. */
+export const DEFAULT_CARD_TEMPLATE_ID = "fake-ai-card-template.schema";
+
+/**
+ * Largest upload per `media/upload` type, in bytes, as DingTalk documents them (image, video and file 20 MB,
+ * voice 2 MB).
+ */
+export const MEDIA_UPLOAD_LIMITS = {
+  image: 20 * 1024 * 1024,
+  voice: 2 * 1024 * 1024,
+  video: 20 * 1024 * 1024,
+  file: 20 * 1024 * 1024,
+} as const;
+
 /** Options of {@link startFakeDingTalk}. */
 export interface FakeDingTalkOptions {
   /** AppKey the fake accepts; default `dingfakeclientid`. */
@@ -31,6 +45,81 @@ export interface FakeDingTalkOptions {
   readonly markdownLimit?: number;
   /** Delay between a SYSTEM `disconnect` frame and closing the socket; default 20 ms. */
   readonly disconnectGraceMs?: number;
+  /** The one AI card template that exists; default {@link DEFAULT_CARD_TEMPLATE_ID}. */
+  readonly cardTemplateId?: string;
+}
+
+/** A received picture, file, voice or video message (`msgtype` picture/file/audio/video), by its download code. */
+export interface RobotMediaInput {
+  readonly type: "picture" | "file" | "audio" | "video";
+  /** The code {@link FakeDingTalk.addFile} registered the bytes under. */
+  readonly downloadCode: string;
+  /** File messages: the file's name. */
+  readonly fileName?: string;
+  /** Audio and video: length in milliseconds. */
+  readonly duration?: number;
+  /** Audio: DingTalk's own speech recognition of the voice message. */
+  readonly recognition?: string;
+}
+
+/** Bytes {@link FakeDingTalk.addFile} serves for a download code. */
+export interface FakeFileInput {
+  readonly bytes: Uint8Array;
+  /** `content-type` of the download; default `application/octet-stream`. */
+  readonly contentType?: string;
+  /** Sends `content-length` (default true); false streams the body chunked, its size unknown up front. */
+  readonly declareLength?: boolean;
+  /** Sends this many bytes, then nothing more until the client gives up (a download that hangs). */
+  readonly stallAfterBytes?: number;
+  /** The `downloadUrl` `messageFiles/download` answers instead of the fake's own (e.g. an address not to follow). */
+  readonly downloadUrl?: string;
+}
+
+/** One fetch of a registered file's download URL. */
+export interface DownloadRecord {
+  readonly seq: number;
+  readonly at: number;
+  readonly downloadCode: string;
+  /** Bytes written to the client. */
+  readonly bytesSent: number;
+  /** False when the client closed the connection before the whole body was sent. */
+  readonly completed: boolean;
+}
+
+/** One write to an AI card: its creation (with the content of `cardParamMap`) or a `PUT card/streaming`. */
+export interface CardUpdateRecord {
+  readonly seq: number;
+  readonly at: number;
+  readonly kind: "create" | "stream";
+  readonly content: string;
+  readonly isFinalize: boolean;
+  readonly isError: boolean;
+}
+
+/** An AI card the bot created, as it stands now. */
+export interface CardRecord {
+  readonly outTrackId: string;
+  readonly cardTemplateId: string;
+  /** `IM_ROBOT` (one-on-one chat with the robot) or `IM_GROUP`. */
+  readonly spaceType: "IM_ROBOT" | "IM_GROUP";
+  /** The user's staff id (IM_ROBOT) or the group's openConversationId (IM_GROUP). */
+  readonly spaceId: string;
+  /** What the card shows now. */
+  readonly content: string;
+  readonly finalized: boolean;
+  /** Every write, creation first. */
+  readonly updates: readonly CardUpdateRecord[];
+}
+
+/** A file the bot uploaded through `media/upload`. */
+export interface UploadRecord {
+  readonly seq: number;
+  readonly at: number;
+  readonly mediaId: string;
+  readonly type: keyof typeof MEDIA_UPLOAD_LIMITS;
+  readonly fileName: string;
+  readonly contentType: string;
+  readonly bytes: Uint8Array;
 }
 
 /** One piece of a rich-text message: text, or a picture known by its download code. */
@@ -44,6 +133,8 @@ export interface RobotMessageInput {
   readonly text?: string;
   /** Rich text (`msgtype: "richText"`); wins over `text`. */
   readonly richText?: readonly RichTextPart[];
+  /** A picture, file, voice or video message; wins over `text` and `richText`. */
+  readonly media?: RobotMediaInput;
   /** Sender's staff id (userid); default `staff-001`; `null` leaves it out (e.g. an external user). */
   readonly senderStaffId?: string | null;
   /** Sender's display name; default `Alice`. */
@@ -88,9 +179,15 @@ export interface SentMessage {
   readonly conversationId?: string;
   /** OpenAPI one-on-one recipients. */
   readonly userIds?: readonly string[];
-  readonly msgtype: "markdown" | "text";
+  /** `image` (`sampleImageMsg`) and `file` (`sampleFile`) messages have empty `text`. */
+  readonly msgtype: "markdown" | "text" | "image" | "file";
   readonly title?: string;
   readonly text: string;
+  /** Image and file messages: the uploaded media's id. */
+  readonly mediaId?: string;
+  /** File messages: the name and type shown. */
+  readonly fileName?: string;
+  readonly fileType?: string;
   /** The request body as received. */
   readonly body: unknown;
 }
@@ -122,7 +219,15 @@ export interface DeliveryRecord {
 export interface RejectionRecord {
   readonly seq: number;
   readonly at: number;
-  readonly route: "connections" | "accessToken" | "sessionWebhook" | "openapi" | "stream";
+  readonly route:
+    | "connections"
+    | "accessToken"
+    | "sessionWebhook"
+    | "openapi"
+    | "stream"
+    | "card"
+    | "messageFiles"
+    | "media";
   readonly status: number;
   /** DingTalk's `code` (OpenAPI) or `errcode` (webhook), as text. */
   readonly code: string;
@@ -138,13 +243,18 @@ export interface ConnectionRecord {
   readonly ua?: string;
 }
 
-/** Which send route {@link FakeDingTalk.rateLimitNext} throttles. */
-export type ThrottledRoute = "sessionWebhook" | "openapi" | "any";
+/** Which route {@link FakeDingTalk.rateLimitNext} throttles (`openapi`: robot messages; `card`: card writes). */
+export type ThrottledRoute = "sessionWebhook" | "openapi" | "card" | "any";
 
-/** A running fake DingTalk: stream gateway, sessionWebhooks and robot OpenAPI on one 127.0.0.1 port. */
+/**
+ * A running fake DingTalk: stream gateway, sessionWebhooks, robot OpenAPI, message files, AI cards and the older
+ * API's media upload on one 127.0.0.1 port.
+ */
 export interface FakeDingTalk {
-  /** `http://127.0.0.1:<port>`: pass it as both the gateway and the OpenAPI base URL. */
+  /** `http://127.0.0.1:<port>`: pass it as the gateway, the OpenAPI and the older API's (oapi) base URL. */
   readonly url: string;
+  /** The AI card template that exists. */
+  readonly cardTemplateId: string;
   readonly clientId: string;
   readonly clientSecret: string;
   readonly robotCode: string;
@@ -170,6 +280,17 @@ export interface FakeDingTalk {
   rateLimitNext(options?: { readonly route?: ThrottledRoute; readonly times?: number }): void;
   /** Invalidates every issued access token (the bot must fetch a new one). */
   expireAccessTokens(): void;
+  /**
+   * Registers the bytes of a received file under `downloadCode`: `messageFiles/download` answers a URL on the
+   * fake (`GET /files/…`) that serves them.
+   */
+  addFile(downloadCode: string, file: FakeFileInput): void;
+  /** Fetches of files' download URLs, in order. */
+  downloads(): readonly DownloadRecord[];
+  /** AI cards the bot created, in order of creation, each as it stands now. */
+  cards(): readonly CardRecord[];
+  /** Files uploaded through `media/upload`, in order. */
+  uploads(): readonly UploadRecord[];
   /** Messages the bot posted, accepted ones only, in order. */
   sent(): readonly SentMessage[];
   acks(): readonly AckRecord[];
