@@ -96,7 +96,7 @@ describe("toInboundMessage", () => {
     });
   });
 
-  it("files a DM under the user, replies to the DM channel, and sorts attachments by type", () => {
+  it("files a DM under the user, replies to the DM channel, and lists every attachment with its kind", () => {
     const raw = fixture("message-create-dm-attachments");
     const message = toInboundMessage(parsed(raw), raw, context({ location: { kind: "dm" } }));
     expect(message).toMatchObject({
@@ -105,8 +105,15 @@ describe("toInboundMessage", () => {
       sender: { id: "277462112618020864", name: "Alice" },
       mentioned: true,
       text: "",
-      images: [{ type: "image", url: expect.stringContaining("/whiteboard.jpg?") }],
       attachments: [
+        {
+          kind: "image",
+          name: "whiteboard.jpg",
+          id: "1350034144102907924",
+          url: expect.stringContaining("/whiteboard.jpg?"),
+          contentType: "image/jpeg",
+          size: 184211,
+        },
         {
           kind: "audio",
           name: "standup.ogg",
@@ -118,9 +125,11 @@ describe("toInboundMessage", () => {
           name: "notes.txt",
           id: "1350034144769810452",
           url: expect.stringContaining("notes.txt"),
+          contentType: "text/plain",
         },
       ],
     });
+    expect(message?.images).toBeUndefined();
   });
 
   it("drops system messages, the bot's own posts, other bots, webhooks and empty unaddressed messages", () => {

@@ -1,7 +1,6 @@
 import {
   type Conversation,
   formatSessionKey,
-  type ImageBlock,
   type InboundAttachment,
   type InboundMessage,
 } from "@almanac/core";
@@ -62,11 +61,11 @@ export function toInboundMessage(
 ): InboundMessage | undefined {
   if (isNoise(message, context.botUserId)) return undefined;
   const text = flattenText(message, context);
-  const { images, attachments } = splitAttachments(message);
+  const attachments = toInboundAttachments(message);
   const isReply = message.message_reference !== undefined && (message.message_reference.type ?? 0) === 0;
   const addressed = mentionsBot(message, context, isReply);
   // A bare "@bot" is a call for attention; an empty message nobody addressed (a sticker, a poll) is not.
-  if (text === "" && images.length === 0 && attachments.length === 0 && !addressed) return undefined;
+  if (text === "" && attachments.length === 0 && !addressed) return undefined;
   const { sessionKey, conversation } = placeOf(
     { channelId: message.channel_id, authorId: message.author.id },
     context.account,
@@ -82,7 +81,6 @@ export function toInboundMessage(
     sender: { id: message.author.id, name: displayName(message.author, message.member) },
     mentioned: context.location.kind === "dm" || addressed,
     text,
-    ...(images.length === 0 ? {} : { images }),
     ...(attachments.length === 0 ? {} : { attachments }),
     ...(replyTo === undefined ? {} : { replyTo }),
     receivedAt: context.receivedAt,
@@ -193,24 +191,26 @@ function displayName(
 
 const IMAGE_EXTENSION = /\.(png|jpe?g|gif|webp)$/i;
 
-function splitAttachments(message: DiscordMessagePayload): {
-  images: ImageBlock[];
-  attachments: InboundAttachment[];
-} {
-  const images: ImageBlock[] = [];
-  const attachments: InboundAttachment[] = [];
+/**
+ * Every attachment of the message, by reference, for the server to download before the turn (the adapter's
+ * `downloadAttachment`): images too, as kind `image`, so they are fetched and checked like any file rather than
+ * passed on as CDN links that expire. A voice message (flag IS_VOICE_MESSAGE) is one `audio` attachment with
+ * `voice` and its length.
+ */
+function toInboundAttachments(message: DiscordMessagePayload): InboundAttachment[] {
   const voice = ((message.flags ?? 0) & VOICE_MESSAGE_FLAG) !== 0;
-  for (const attachment of message.attachments) {
+  return message.attachments.map((attachment): InboundAttachment => {
     const type = attachment.content_type?.split(";")[0]?.trim().toLowerCase();
-    const isImage =
-      type === undefined ? IMAGE_EXTENSION.test(attachment.filename) : type.startsWith("image/");
-    if (isImage) {
-      images.push({ type: "image", url: attachment.url });
-      continue;
-    }
-    const family = type?.split("/")[0];
-    const kind = voice ? "audio" : family === "audio" || family === "video" ? family : "file";
-    attachments.push({
+    const family = type === undefined ? undefined : type.split("/")[0];
+    const isImage = type === undefined ? IMAGE_EXTENSION.test(attachment.filename) : family === "image";
+    const kind = voice
+      ? "audio"
+      : isImage
+        ? "image"
+        : family === "audio" || family === "video"
+          ? family
+          : "file";
+    return {
       kind,
       ...(voice ? { voice: true } : {}),
       name: attachment.filename,
@@ -221,7 +221,6 @@ function splitAttachments(message: DiscordMessagePayload): {
       ...(attachment.duration_secs === undefined
         ? {}
         : { durationMs: Math.round(attachment.duration_secs * 1000) }),
-    });
-  }
-  return { images, attachments };
+    };
+  });
 }

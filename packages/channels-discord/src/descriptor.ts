@@ -54,5 +54,5 @@ export const discordChannel: ChannelDescriptor<"discord", typeof discordSettings
   // The token's shape is checked when the configuration loads (a bad one stops the start).
   check: (settings) =>
     settings.token === undefined ? undefined : { status: "ok", message: "enabled (token set)" },
-  capabilities: { streamingEdits: false, buttons: true, uploads: false },
+  capabilities: { streamingEdits: true, buttons: true, uploads: true },
 };

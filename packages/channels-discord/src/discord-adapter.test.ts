@@ -137,7 +137,7 @@ describe("receiving", () => {
     expect(harness.inbound.map((message) => message.text)).toEqual(["human here", "sentinel"]);
   });
 
-  it("turns image attachments into images and other files into attachments", async () => {
+  it("lists images and other files as attachments with their CDN URL, type and size, for the server to download", async () => {
     const event = harness.fake.dispatchMessage({
       where: "dm",
       content: "look",
@@ -147,12 +147,20 @@ describe("receiving", () => {
       ],
     });
     const message = await harness.received((candidate) => candidate.id === event.d.id);
-    expect(message.images).toEqual([{ type: "image", url: expect.stringMatching(/cat\.png$/) }]);
+    expect(message.images).toBeUndefined();
     expect(message.attachments).toEqual([
+      {
+        kind: "image",
+        name: "cat.png",
+        url: expect.stringMatching(/\/attachments\/\d+\/\d+\/cat\.png\?ex=/),
+        id: expect.any(String),
+        contentType: "image/png",
+        size: 1024,
+      },
       {
         kind: "file",
         name: "report.pdf",
-        url: expect.stringMatching(/report\.pdf$/),
+        url: expect.stringMatching(/\/report\.pdf\?/),
         id: expect.any(String),
         contentType: "application/pdf",
         size: 1024,

@@ -1,13 +1,22 @@
 import {
+  type AttachmentDownloadAdapter,
   type ChannelStatus,
+  type DownloadedAttachment,
+  type DownloadLimits,
+  type FileSendingAdapter,
+  type InboundAttachment,
   type InboundMessage,
   type Logger,
+  type OutboundFile,
   type OutboundMessage,
+  type ReplyStream,
+  type StreamingReplyAdapter,
   silentLogger,
   type TypingIndicatorAdapter,
 } from "@almanac/core";
 import { type Client, Events, GatewayDispatchEvents, RESTEvents, Routes } from "discord.js";
 import { acknowledgePress } from "./acknowledge-press.js";
+import { discordCdnOrigins, downloadDiscordAttachment } from "./attachment-download.js";
 import { ConnectionStatus, type FatalClose, fatalClose } from "./connection-status.js";
 import { isNoise, parseMessageCreate, toInboundMessage, toInboundPress } from "./convert-inbound.js";
 import {
@@ -26,22 +35,31 @@ import {
   waitForClientReady,
 } from "./discord-client.js";
 import { type DiscordButtonPress, parseInteraction } from "./discord-interaction-schema.js";
+import { EditPacer } from "./edit-pacer.js";
 import { discordUserError, toDiscordApiError } from "./errors.js";
-import type { DiscordAdapterOptions, DiscordAdapterSettings } from "./types.js";
+import { deleteMessage, editMessage, postMessage, toCreateBody } from "./message-requests.js";
+import { DiscordReplyStream } from "./reply-stream.js";
+import {
+  DISCORD_UPLOAD_LIMIT_BYTES,
+  type DiscordAdapterOptions,
+  type DiscordAdapterSettings,
+  type DiscordTimers,
+} from "./types.js";
 import { startTypingLoop } from "./typing-loop.js";
 
 const MAX_RETRY_DELAY_MS = 5 * 60_000;
-/** Replies may ping users (and the replied-to author) but never @everyone, @here or roles. */
-const ALLOWED_MENTIONS = { parse: ["users"], replied_user: true } as const;
 
 /**
  * Discord over the gateway with discord.js: normalizes MESSAGE_CREATE into {@link InboundMessage}s,
- * answers in the same channel/thread/DM (split at 2000 characters, buttons under the last part), turns presses
- * of its buttons (INTERACTION_CREATE) into inbound messages, shows "typing…", reports status, and relies on
- * discord.js to resume or re-identify after drops. Policy (dedup, allowlists, mention gating) is the server
- * gate's job; this adapter only drops its own, other bots' and system messages.
+ * answers in the same channel/thread/DM (split at 2000 characters, buttons under the last part), streams replies
+ * by editing them, downloads attachments from the CDN and uploads files, turns presses of its buttons
+ * (INTERACTION_CREATE) into inbound messages, shows "typing…", reports status, and relies on discord.js to resume
+ * or re-identify after drops. Policy (dedup, allowlists, mention gating) is the server gate's job; this adapter
+ * only drops its own, other bots' and system messages.
  */
-export class DiscordAdapter implements TypingIndicatorAdapter {
+export class DiscordAdapter
+  implements TypingIndicatorAdapter, AttachmentDownloadAdapter, StreamingReplyAdapter, FileSendingAdapter
+{
   /** Channel name in session keys. */
   readonly name = "discord";
   /** The bot account in session keys. */
@@ -60,6 +78,12 @@ export class DiscordAdapter implements TypingIndicatorAdapter {
   readonly #typingIntervalMs: number;
   readonly #retryDelayMs: number;
   readonly #status: ConnectionStatus;
+  readonly #timers: DiscordTimers;
+  /** One pace for every streamed reply, so two replies in one channel share its edit budget. */
+  readonly #pacer: EditPacer;
+  readonly #firstPostDelayMs: number;
+  readonly #fetch: typeof fetch;
+  readonly #cdnOrigins: readonly string[];
   readonly #typingStops = new Set<() => Promise<void>>();
   /** DM channel id per user id, learned from inbound DMs or opened on demand. */
   readonly #dmChannels = new Map<string, string>();
@@ -88,6 +112,14 @@ export class DiscordAdapter implements TypingIndicatorAdapter {
     this.#typingIntervalMs = options.typingIntervalMs ?? 8000;
     this.#retryDelayMs = options.retryDelayMs ?? 5000;
     this.#status = new ConnectionStatus(this.#clock);
+    this.#timers = options.timers ?? {
+      setTimeout: (callback, delayMs) => setTimeout(callback, delayMs),
+      clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+    };
+    this.#pacer = new EditPacer(options.streamEditIntervalMs ?? 1000, this.#clock);
+    this.#firstPostDelayMs = options.streamFirstPostDelayMs ?? 1000;
+    this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#cdnOrigins = discordCdnOrigins(this.#apiBaseUrl);
   }
 
   /**
@@ -122,11 +154,7 @@ export class DiscordAdapter implements TypingIndicatorAdapter {
       const replyTo = index === 0 && target.kind === "channel" ? target.replyToMessageId : undefined;
       const last = index === chunks.length - 1;
       const body = {
-        content,
-        allowed_mentions: ALLOWED_MENTIONS,
-        ...(replyTo === undefined
-          ? {}
-          : { message_reference: { message_id: replyTo, channel_id: channelId, fail_if_not_exists: false } }),
+        ...toCreateBody(channelId, { content, ...(replyTo === undefined ? {} : { replyTo }) }),
         ...(last && components.length > 0 ? { components } : {}),
         ...(message.idempotencyKey === undefined ? {} : toDiscordNonce(message.idempotencyKey, index)),
       };
@@ -137,6 +165,87 @@ export class DiscordAdapter implements TypingIndicatorAdapter {
         throw toDiscordApiError("discord.send_failed", where, error);
       }
     }
+  }
+
+  /**
+   * Starts a reply shown as it is written (see {@link DiscordReplyStream}): posted a second after the first text
+   * (`streamFirstPostDelayMs`), edited at most once per second per channel, continued past 2000 characters,
+   * finished exactly. Buttons and the
+   * idempotency key of `message` are not used (a streamed reply is a turn's answer, which has neither).
+   */
+  startReplyStream(message: OutboundMessage): ReplyStream {
+    this.#requireClient();
+    const target = resolveTarget(message, this.account);
+    let channel: Promise<string> | undefined;
+    const channelId = () =>
+      (channel ??=
+        target.kind === "channel"
+          ? Promise.resolve(target.channelId)
+          : this.#openDm(this.#requireClient(), target.userId));
+    const replyTo = target.kind === "channel" ? target.replyToMessageId : undefined;
+    return new DiscordReplyStream({
+      conversation: target.kind === "channel" ? target.channelId : `dm:${target.userId}`,
+      pacer: this.#pacer,
+      firstPostDelayMs: this.#firstPostDelayMs,
+      clock: this.#clock,
+      timers: this.#timers,
+      logger: this.#logger,
+      transport: {
+        post: async (content, asReply) => {
+          const id = await channelId();
+          const reply = asReply && replyTo !== undefined ? { replyTo } : {};
+          return postMessage(this.#requireClient(), id, toCreateBody(id, { content, ...reply }));
+        },
+        edit: async (messageId, content) =>
+          editMessage(this.#requireClient(), await channelId(), messageId, content),
+        remove: async (messageId) => deleteMessage(this.#requireClient(), await channelId(), messageId),
+      },
+    });
+  }
+
+  /**
+   * Downloads an attachment of `message` from Discord's CDN within `limits` (see {@link downloadDiscordAttachment}):
+   * only from the CDN (or, for tests, the REST base's origin), never with the bot token.
+   */
+  downloadAttachment(
+    _message: InboundMessage,
+    attachment: InboundAttachment,
+    limits: DownloadLimits,
+  ): Promise<DownloadedAttachment> {
+    return downloadDiscordAttachment(attachment, limits, { fetch: this.#fetch, origins: this.#cdnOrigins });
+  }
+
+  /**
+   * Uploads a file to the conversation (threaded to `inReplyTo` when given) with its caption; a caption longer
+   * than one message follows in further messages.
+   * @throws UserError `discord.file_too_large` over {@link DISCORD_UPLOAD_LIMIT_BYTES}, before anything is sent
+   * @throws DiscordApiError `discord.send_failed` when Discord refuses the upload
+   */
+  async sendFile(file: OutboundFile): Promise<void> {
+    if (file.bytes.byteLength > DISCORD_UPLOAD_LIMIT_BYTES) {
+      const bytes = (count: number) => `${count.toLocaleString("en-US")} bytes`;
+      throw discordUserError(
+        "discord.file_too_large",
+        `The file "${file.name}" (${bytes(file.bytes.byteLength)}) is larger than Discord takes from a bot: ${DISCORD_UPLOAD_LIMIT_BYTES / 1_048_576} MB (${bytes(DISCORD_UPLOAD_LIMIT_BYTES)}).`,
+      );
+    }
+    const client = this.#requireClient();
+    const target = resolveTarget(
+      {
+        sessionKey: file.sessionKey,
+        text: "",
+        ...(file.inReplyTo === undefined ? {} : { inReplyTo: file.inReplyTo }),
+      },
+      this.account,
+    );
+    const channelId =
+      target.kind === "channel" ? target.channelId : await this.#openDm(client, target.userId);
+    const [first = "", ...rest] = toDiscordChunks(file.caption ?? "");
+    const replyTo = target.kind === "channel" ? target.replyToMessageId : undefined;
+    const body = toCreateBody(channelId, { content: first, ...(replyTo === undefined ? {} : { replyTo }) });
+    const upload = { name: file.name, data: Buffer.from(file.bytes), contentType: file.contentType };
+    await postMessage(client, channelId, body, [upload]);
+    for (const content of rest) await postMessage(client, channelId, toCreateBody(channelId, { content }));
   }
 
   /** Shows "typing…" in the conversation of `message` now and every `typingIntervalMs` until stopped. */

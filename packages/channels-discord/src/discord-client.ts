@@ -8,12 +8,17 @@ import {
   GatewayIntentBits,
   Options,
   Partials,
+  type RESTOptions,
   Routes,
 } from "discord.js";
 import { z } from "zod";
 import type { FatalClose } from "./connection-status.js";
 import { toDiscordApiError } from "./errors.js";
 import type { DiscordLocation } from "./types.js";
+
+/** `@discordjs/rest`'s request strategy over the global fetch (whose Response has every field REST reads). */
+const fetchRequest = ((url: string, init: RequestInit) =>
+  fetch(url, init)) as unknown as RESTOptions["makeRequest"];
 
 /**
  * Creates the discord.js client the adapter drives: the four intents it needs, `Partials.Channel` (without
@@ -29,7 +34,11 @@ export function createDiscordClient(apiBaseUrl: string): Client {
       GatewayIntentBits.MessageContent,
     ],
     partials: [Partials.Channel],
-    rest: { api: apiBaseUrl },
+    // Requests go through the runtime's own fetch, not @discordjs/rest's default (the `undici` package's `request`):
+    // that one hands the global FormData of an upload to whichever undici owns the process-wide dispatcher, and in a
+    // server that also loads undici 7 the brand check fails ("action is not a function"). Fetch encodes the form
+    // itself, with the FormData class it belongs to.
+    rest: { api: apiBaseUrl, makeRequest: fetchRequest },
     makeCache: Options.cacheWithLimits({
       ...Options.DefaultMakeCacheSettings,
       MessageManager: 0,

@@ -12,6 +12,11 @@ export const discordErrorCodes = defineErrorCodes({
   "discord.already_started": { category: "internal" },
   "discord.connect_failed": { category: "provider" },
   "discord.send_failed": { category: "provider" },
+  /** A file to send is larger than Discord takes from a bot (10 MiB without boosts). */
+  "discord.file_too_large": { category: "user" },
+  /** An attachment's URL is not on Discord's CDN (or the configured REST base's origin): it is never fetched. */
+  "discord.download_refused": { category: "user" },
+  "discord.download_failed": { category: "provider" },
 });
 
 declare module "@almanac/core" {

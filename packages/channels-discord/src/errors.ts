@@ -17,8 +17,14 @@ export type DiscordErrorCode =
   | "discord.already_started"
   /** Connecting failed for a passing reason (network, Discord 5xx); the adapter retries. */
   | "discord.connect_failed"
-  /** A REST call to post a message failed. */
-  | "discord.send_failed";
+  /** A REST call to post, edit or delete a message (or to upload a file) failed. */
+  | "discord.send_failed"
+  /** A file to send is larger than Discord takes from a bot. */
+  | "discord.file_too_large"
+  /** An attachment's URL is not on Discord's CDN: it is never fetched. */
+  | "discord.download_refused"
+  /** Downloading an attachment from Discord's CDN failed (status, network, cancelled). */
+  | "discord.download_failed";
 
 /** A failed call to Discord's API, with Discord's own numeric error code when it sent one. */
 export class DiscordApiError extends ProviderError {

@@ -1,6 +1,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { parseJsonBody, readBody, sendJson } from "../http-io.js";
+import { sendJson } from "../http-io.js";
+import type { FakeCdn } from "./fake-discord-cdn.js";
 import type { FakeRestReply } from "./fake-discord-interactions.js";
+import type { FakeMessageEdits } from "./fake-discord-message-edits.js";
+import { type MultipartFile, readRequestBytes } from "./fake-discord-multipart.js";
 import {
   createDmBodySchema,
   createMessageBodySchema,
@@ -9,6 +12,7 @@ import {
   invalidFormBodyFrom,
   MAX_CONTENT_LENGTH,
 } from "./fake-discord-schemas.js";
+import { checkUploads, readRequestBody } from "./fake-discord-uploads.js";
 import {
   channelPayload,
   type FakeChannel,
@@ -42,9 +46,21 @@ export interface FakeSentMessage {
   readonly allowedMentions?: unknown;
   /** The action rows of buttons the bot put under the message, as sent. */
   readonly components?: readonly FakeActionRow[];
+  /** Files uploaded with the message (multipart `files[n]` parts), in order. */
+  readonly files?: readonly FakeUploadedFile[];
   /** The full message object the fake answered with (and dispatched as MESSAGE_CREATE). */
   readonly message: Record<string, unknown>;
   readonly at: number;
+}
+
+/** A file the bot uploaded with a message. */
+export interface FakeUploadedFile {
+  /** The filename of its `files[n]` part (or of its `attachments` entry, which takes precedence on Discord). */
+  readonly name: string;
+  readonly contentType?: string;
+  readonly bytes: Buffer;
+  /** Its URL on the fake CDN, as the created message's attachment carries it. */
+  readonly url: string;
 }
 
 /** One `POST /channels/:id/typing`. */
@@ -84,6 +100,12 @@ export interface FakeRestDependencies {
   readonly nextId: () => string;
   /** Called after the fake accepted a message from the bot (stores it and echoes MESSAGE_CREATE). */
   readonly created: (message: Record<string, unknown>) => void;
+  /** Edits and deletions of messages (`PATCH` / `DELETE /channels/:id/messages/:id`). */
+  readonly edits: FakeMessageEdits;
+  /** Serves attachments, uploaded ones included. */
+  readonly cdn: FakeCdn;
+  /** Largest file the bot may upload, in bytes; larger gets 413 (40005). */
+  readonly uploadLimitBytes: number;
   /** Answers `POST /interactions/:id/:token/callback` (authenticated by the interaction token, not the bot's). */
   readonly interactionCallback: (
     id: string,
@@ -182,13 +204,15 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
     return dependencies.message(known.messageId);
   }
 
-  function createMessage(channelId: string, body: unknown): RestReply {
+  function createMessage(channelId: string, body: unknown, files: readonly MultipartFile[]): RestReply {
     const channel = dependencies.channel(channelId);
     if (channel === undefined) return notFound("Channel", 10003);
     const parsed = createMessageBodySchema.safeParse(body);
     if (!parsed.success) {
       return { status: 400, body: invalidFormBodyFrom(parsed.error) };
     }
+    const uploads = checkUploads(files, parsed.data.attachments ?? [], dependencies.uploadLimitBytes);
+    if ("status" in uploads) return uploads;
     // Discord's answer to a repeated enforced nonce: the message it created the first time, and nothing new.
     const existing = messageOfNonce(parsed.data.nonce, parsed.data.enforce_nonce);
     if (existing !== undefined) return { status: 200, body: existing };
@@ -199,7 +223,7 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
         body: invalidFormBody("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length."),
       };
     }
-    if (content.trim() === "" && embeds.length === 0 && components.length === 0) {
+    if (content.trim() === "" && embeds.length === 0 && components.length === 0 && files.length === 0) {
       return { status: 400, body: { message: "Cannot send an empty message", code: 50006 } };
     }
     let replyTo: Record<string, unknown> | undefined;
@@ -222,8 +246,21 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
         };
       }
     }
+    const id = dependencies.nextId();
+    const uploaded = uploads.map((file) => {
+      const attachmentId = dependencies.nextId();
+      const url = dependencies.cdn.put({
+        id: attachmentId,
+        channelId,
+        filename: file.name,
+        ...(file.contentType === undefined ? {} : { contentType: file.contentType }),
+        bytes: file.bytes,
+        size: file.bytes.length,
+      });
+      return { file: { ...file, url } satisfies FakeUploadedFile, attachmentId };
+    });
     const message = messagePayload({
-      id: dependencies.nextId(),
+      id,
       channel,
       author: world.botUser,
       authorRoles: [world.ids.botRole],
@@ -232,6 +269,14 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
       ...(replyTo === undefined ? {} : { replyTo }),
       ...(parsed.data.nonce === undefined ? {} : { nonce: parsed.data.nonce }),
       components,
+      attachments: uploaded.map(({ file, attachmentId }) => ({
+        id: attachmentId,
+        filename: file.name,
+        size: file.bytes.length,
+        url: file.url,
+        proxy_url: file.url,
+        ...(file.contentType === undefined ? {} : { content_type: file.contentType }),
+      })),
     });
     const sent: FakeSentMessage = {
       id: String(message.id),
@@ -242,6 +287,7 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
         ? {}
         : { allowedMentions: parsed.data.allowed_mentions }),
       ...(parsed.data.components === undefined ? {} : { components: parsed.data.components }),
+      ...(uploaded.length === 0 ? {} : { files: uploaded.map(({ file }) => file) }),
       message,
       at: Date.now(),
     };
@@ -259,7 +305,13 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
     return { status: 200, body: message, heldUntil: hold.released };
   }
 
-  function route(method: string, path: string, body: unknown, query: URLSearchParams): RestReply {
+  function route(
+    method: string,
+    path: string,
+    body: unknown,
+    query: URLSearchParams,
+    files: readonly MultipartFile[],
+  ): RestReply {
     if (method === "GET" && path === "/gateway/bot") {
       return {
         status: 200,
@@ -288,6 +340,12 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
       }
       return { status: 200, body: channelPayload(dependencies.openDm(parsed.data.recipient_id), world) };
     }
+    const messageMatch = /^\/channels\/(\d+)\/messages\/(\d+)$/.exec(path);
+    if (messageMatch) {
+      const [, channelId = "", messageId = ""] = messageMatch;
+      if (method === "PATCH") return dependencies.edits.edit(channelId, messageId, body);
+      if (method === "DELETE") return dependencies.edits.remove(channelId, messageId);
+    }
     const channelMatch = /^\/channels\/(\d+)(\/messages|\/typing)?$/.exec(path);
     if (channelMatch) {
       const [, channelId = "", rest] = channelMatch;
@@ -297,7 +355,7 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
           ? notFound("Channel", 10003)
           : { status: 200, body: channelPayload(channel, world) };
       }
-      if (method === "POST" && rest === "/messages") return createMessage(channelId, body);
+      if (method === "POST" && rest === "/messages") return createMessage(channelId, body, files);
       if (method === "POST" && rest === "/typing") {
         if (dependencies.channel(channelId) === undefined) return notFound("Channel", 10003);
         typingRecords.push({ channelId, at: Date.now() });
@@ -315,8 +373,12 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const method = request.method ?? "GET";
     const url = new URL(request.url ?? "/", "http://127.0.0.1");
-    const text = await readBody(request);
-    const { value: body } = parseJsonBody(text);
+    if (dependencies.cdn.handles(url.pathname)) {
+      dependencies.cdn.handle(request, response, url);
+      return;
+    }
+    const bytes = await readRequestBytes(request);
+    const { body, files } = readRequestBody(bytes, request.headers["content-type"]);
     const path = url.pathname.startsWith("/api/v10/") ? url.pathname.slice("/api/v10".length) : url.pathname;
     const record = (status: number) => requestRecords.push({ method, path, status, body, at: Date.now() });
     if (!url.pathname.startsWith("/api/v10/")) {
@@ -339,7 +401,7 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
       record(response.statusCode);
       return;
     }
-    const reply = route(method, path, body, url.searchParams);
+    const reply = route(method, path, body, url.searchParams, files);
     record(reply.status);
     if (reply.heldUntil !== undefined) await reply.heldUntil;
     if (reply.body === undefined) {

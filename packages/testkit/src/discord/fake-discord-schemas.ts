@@ -6,6 +6,15 @@ export const MAX_CONTENT_LENGTH = 2000;
 /** Discord's limit on a message `nonce` string, in characters. */
 export const MAX_NONCE_LENGTH = 25;
 
+/** Discord's limit on files in one message. */
+export const MAX_FILES_PER_MESSAGE = 10;
+
+/**
+ * Discord's default upload limit per file for a bot, in bytes: 10 MiB (a guild's boost level raises it; 413 with
+ * code 40005 above it).
+ */
+export const DEFAULT_UPLOAD_LIMIT_BYTES = 10 * 1024 * 1024;
+
 /** Gateway intent bit of privileged MESSAGE_CONTENT. */
 export const MESSAGE_CONTENT_INTENT = 1 << 15;
 
@@ -131,6 +140,27 @@ export const createMessageBodySchema = z.object({
     })
     .optional(),
   flags: z.number().int().optional(),
+  /** With uploaded files: metadata of each, `id` being the index `n` of its `files[n]` part. */
+  attachments: z
+    .array(
+      z.object({
+        id: z.union([z.number().int().nonnegative(), z.string().regex(/^\d+$/)]),
+        filename: z.string().optional(),
+        description: z.string().max(1024).optional(),
+      }),
+    )
+    .max(MAX_FILES_PER_MESSAGE)
+    .optional(),
+});
+
+/** Body of `PATCH /channels/:id/messages/:id` (edit a message); omitted fields keep their value. */
+export const editMessageBodySchema = z.object({
+  content: z.string().nullish(),
+  components: componentsSchema.nullish(),
+  embeds: z.array(z.unknown()).nullish(),
+  allowed_mentions: z.unknown().optional(),
+  flags: z.number().int().nullish(),
+  attachments: z.array(z.unknown()).optional(),
 });
 
 /** Interaction response types the fake acts on for a component press: DEFERRED_UPDATE_MESSAGE and UPDATE_MESSAGE. */

@@ -2,12 +2,18 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocketServer } from "ws";
 import { sendJson } from "../http-io.js";
+import { createFakeCdn, type FakeCdnRequest } from "./fake-discord-cdn.js";
 import { createFakeGateway, type RecordedIdentify } from "./fake-discord-gateway.js";
 import {
   createFakeInteractions,
   type FakeInteractionCallback,
   type FakePressInput,
 } from "./fake-discord-interactions.js";
+import {
+  createFakeMessageEdits,
+  type FakeMessageDeletion,
+  type FakeMessageEdit,
+} from "./fake-discord-message-edits.js";
 import {
   createFakeRest,
   type FakeHeldResponse,
@@ -16,6 +22,7 @@ import {
   type FakeTypingCall,
   type RecordedRestRequest,
 } from "./fake-discord-rest.js";
+import { DEFAULT_UPLOAD_LIMIT_BYTES } from "./fake-discord-schemas.js";
 import {
   createFakeDiscordWorld,
   createSnowflakeGenerator,
@@ -45,7 +52,15 @@ export interface FakeDiscordOptions {
    * documents only "a few minutes", so the default stays on the short side.
    */
   readonly nonceWindowMs?: number;
-  /** Milliseconds since the epoch, for the acknowledgement deadline and the nonce window; default `Date.now`. */
+  /**
+   * Largest file the bot may upload, in bytes; default {@link DEFAULT_UPLOAD_LIMIT_BYTES} (10 MiB, Discord's
+   * for a bot in a guild without boosts). Larger gets 413 (40005).
+   */
+  readonly uploadLimitBytes?: number;
+  /**
+   * Milliseconds since the epoch, for the acknowledgement deadline, the nonce window, CDN URL expiry and the
+   * times of edits; default `Date.now`.
+   */
   readonly clock?: () => number;
 }
 
@@ -55,11 +70,29 @@ const NONCE_WINDOW_MS = 2 * 60_000;
 /** Discord's message flag IS_VOICE_MESSAGE. */
 const VOICE_MESSAGE_FLAG = 1 << 13;
 
-/** An attachment on a dispatched message. */
+/**
+ * An attachment on a dispatched message. The fake's CDN serves it at the URL the message carries (signed, on the
+ * fake's origin, as `cdn.discordapp.com` serves Discord's).
+ */
 export interface FakeAttachmentInput {
   readonly filename: string;
   readonly contentType?: string;
+  /** The file's content; default `size` bytes of filler text. */
+  readonly bytes?: Uint8Array;
+  /** The size the message states; default the length of `bytes`, or 1024. May differ from `bytes` (a lying payload). */
   readonly size?: number;
+  /** The CDN sends the first chunk and then hangs until the client gives up. */
+  readonly stall?: boolean;
+}
+
+/** One of the bot's messages as it is now (edited content, deleted ones left out). */
+export interface FakeShownMessage {
+  readonly id: string;
+  readonly channelId: string;
+  readonly content: string;
+  /** Names of the files on it. */
+  readonly attachments: readonly string[];
+  readonly edited: boolean;
 }
 
 /** A message a user "types", for {@link FakeDiscord.dispatchMessage}. */
@@ -118,6 +151,19 @@ export interface FakeDiscord {
   /** A message as it is now (after edits such as UPDATE_MESSAGE), by id. */
   message(id: string): Record<string, unknown> | undefined;
   /**
+   * The bot's messages as a person sees them now, in the order they were posted (content after edits; deleted ones
+   * left out), in one channel or all.
+   */
+  shown(channelId?: string): readonly FakeShownMessage[];
+  /** Every accepted edit (`PATCH /channels/:id/messages/:id`), with the content after it and when (fake clock). */
+  edits(): readonly FakeMessageEdit[];
+  /** Deletes a message as a person or moderator would (MESSAGE_DELETE); editing it then gets 404 (10008). */
+  deleteMessage(id: string): void;
+  /** Every deletion: the bot's `DELETE` requests and {@link FakeDiscord.deleteMessage}. */
+  deletions(): readonly FakeMessageDeletion[];
+  /** Every request to the fake CDN (attachment downloads). */
+  cdnRequests(): readonly FakeCdnRequest[];
+  /**
    * Closes the bot's connections with `code` (default 4000: the client resumes). 1000 makes it identify
    * anew; 1006 cuts the socket without a close frame.
    */
@@ -168,6 +214,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   const messages = new Map<string, Record<string, unknown>>();
   const eventRecords: FakeGatewayEvent[] = [];
   let gatewayUrl = "";
+  let origin = "";
+  const clock = options.clock ?? Date.now;
+  const cdn = createFakeCdn({ origin: () => origin, clock });
 
   const openDm = (recipientId: string): FakeChannel => {
     for (const channel of channels.values()) {
@@ -199,22 +248,42 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     return event;
   };
 
+  function updated(message: Record<string, unknown>): void {
+    messages.set(String(message.id), message);
+    setImmediate(() => dispatch("MESSAGE_UPDATE", message));
+  }
+
   const interactions = createFakeInteractions({
     world,
     channel: (id) => channels.get(id),
     message: (id) => messages.get(id),
     nextId,
-    updated(message) {
-      messages.set(String(message.id), message);
-      setImmediate(() => dispatch("MESSAGE_UPDATE", message));
-    },
+    updated,
     acknowledgeWithinMs: options.acknowledgeWithinMs ?? 3000,
-    clock: options.clock ?? Date.now,
+    clock,
+  });
+
+  const edits = createFakeMessageEdits({
+    world,
+    clock,
+    message: (id) => messages.get(id),
+    updated,
+    deleted(message) {
+      messages.delete(String(message.id));
+      const { id, channel_id: channelId, guild_id: guildId } = message;
+      setImmediate(() =>
+        dispatch("MESSAGE_DELETE", {
+          id,
+          channel_id: channelId,
+          ...(guildId === undefined ? {} : { guild_id: guildId }),
+        }),
+      );
+    },
   });
 
   const rest = createFakeRest({
     world,
-    clock: options.clock ?? Date.now,
+    clock,
     nonceWindowMs: options.nonceWindowMs ?? NONCE_WINDOW_MS,
     token: () => token,
     gatewayUrl: () => gatewayUrl,
@@ -227,6 +296,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       if (echo) setImmediate(() => dispatch("MESSAGE_CREATE", message));
     },
     interactionCallback: interactions.callback,
+    edits,
+    cdn,
+    uploadLimitBytes: options.uploadLimitBytes ?? DEFAULT_UPLOAD_LIMIT_BYTES,
   });
 
   const server = createServer((request, response) => {
@@ -239,6 +311,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
   gatewayUrl = `ws://127.0.0.1:${port}`;
+  origin = `http://127.0.0.1:${port}`;
 
   const channelFor = (input: FakeMessageInput, author: FakeDiscordUser): FakeChannel => {
     if (input.where === "dm") return openDm(author.id);
@@ -274,15 +347,24 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
             : [
                 { filename: "voice-message.ogg", contentType: "audio/ogg", size: input.voice.size ?? 18_432 },
               ]),
-        ].map((attachment) => {
+        ].map((attachment: FakeAttachmentInput) => {
           const id = nextId();
-          const url = `https://cdn.discordapp.com/attachments/${channel.id}/${id}/${attachment.filename}`;
+          const served = attachment.bytes?.length ?? attachment.size ?? 1024;
+          const url = cdn.put({
+            id,
+            channelId: channel.id,
+            filename: attachment.filename,
+            ...(attachment.contentType === undefined ? {} : { contentType: attachment.contentType }),
+            ...(attachment.bytes === undefined ? {} : { bytes: attachment.bytes }),
+            size: served,
+            ...(attachment.stall === undefined ? {} : { stall: attachment.stall }),
+          });
           return {
             id,
             filename: attachment.filename,
-            size: attachment.size ?? 1024,
+            size: attachment.size ?? served,
             url,
-            proxy_url: url.replace("cdn.discordapp.com", "media.discordapp.net"),
+            proxy_url: url,
             ...(attachment.contentType === undefined ? {} : { content_type: attachment.contentType }),
             ...(input.voice === undefined
               ? {}
@@ -304,6 +386,30 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     pressButton: (input) => dispatch("INTERACTION_CREATE", interactions.press(input)),
     interactionCallbacks: () => interactions.callbacks(),
     message: (id) => messages.get(id),
+    shown(channelId) {
+      return rest.sent().flatMap((sent): FakeShownMessage[] => {
+        const message = messages.get(sent.id);
+        if (message === undefined || (channelId !== undefined && sent.channelId !== channelId)) return [];
+        const attachments = Array.isArray(message.attachments) ? (message.attachments as unknown[]) : [];
+        return [
+          {
+            id: sent.id,
+            channelId: sent.channelId,
+            content: String(message.content ?? ""),
+            attachments: attachments.map((attachment) =>
+              typeof attachment === "object" && attachment !== null && "filename" in attachment
+                ? String(attachment.filename)
+                : "",
+            ),
+            edited: message.edited_timestamp !== null && message.edited_timestamp !== undefined,
+          },
+        ];
+      });
+    },
+    edits: () => edits.edits(),
+    deleteMessage: (id) => edits.removeBySomeoneElse(id),
+    deletions: () => edits.deletions(),
+    cdnRequests: () => cdn.requests(),
     dropConnection(code = 4000) {
       gateway.drop(code);
     },

@@ -4,18 +4,23 @@ export {
   type FakeDiscordOptions,
   type FakeGatewayEvent,
   type FakeMessageInput,
+  type FakeShownMessage,
   startFakeDiscord,
 } from "./fake-discord.js";
+export type { FakeCdnRequest } from "./fake-discord-cdn.js";
 export { GatewayClose, type RecordedIdentify } from "./fake-discord-gateway.js";
 export type { FakeInteractionCallback, FakePressInput } from "./fake-discord-interactions.js";
+export type { FakeMessageDeletion, FakeMessageEdit } from "./fake-discord-message-edits.js";
 export type {
   FakeHeldResponse,
   FakeRateLimitHit,
   FakeSentMessage,
   FakeTypingCall,
+  FakeUploadedFile,
   RecordedRestRequest,
 } from "./fake-discord-rest.js";
 export {
+  DEFAULT_UPLOAD_LIMIT_BYTES,
   type FakeActionRow,
   type FakeButton,
   MAX_CONTENT_LENGTH,
