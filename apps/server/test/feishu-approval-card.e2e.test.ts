@@ -40,6 +40,8 @@ async function start(mode: "websocket" | "webhook"): Promise<{ server: TestServe
       ALMANAC_MCP_SERVERS: JSON.stringify({
         everything: { command: process.execPath, args: [EVERYTHING_SERVER], sharedChats: true },
       }),
+      // Replies sent whole: this file checks the transport and the gate; streamed cards are feishu-attachments.e2e.
+      ALMANAC_STREAM_REPLIES: "none",
       ALMANAC_FEISHU_APP_ID: fake.appId,
       ALMANAC_FEISHU_APP_SECRET: fake.appSecret,
       ALMANAC_FEISHU_DOMAIN: fake.baseUrl,

@@ -17,6 +17,7 @@ export interface ResolvedFeishuConfig {
   readonly typingEmoji: string;
   readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   readonly now: () => number;
+  readonly schedule: (ms: number, callback: () => void) => void;
 }
 
 /**
@@ -47,6 +48,11 @@ export function resolveFeishuConfig(
     typingEmoji: options.typingEmoji ?? "Typing",
     sleep: options.sleep ?? abortableSleep,
     now: options.now ?? Date.now,
+    schedule:
+      options.schedule ??
+      ((ms, callback) => {
+        setTimeout(callback, ms);
+      }),
   };
 }
 

@@ -30,7 +30,7 @@ const buttonValueSchema = z.object({
 });
 
 /** A place as long as any real one, to size cards before the real place is known. */
-const LONGEST_PLACE: CardPlace = {
+export const LONGEST_PLACE: CardPlace = {
   chatType: "group",
   chatId: `oc_${"0".repeat(64)}`,
   threadId: `omt_${"0".repeat(64)}`,

@@ -4,7 +4,7 @@ import { InternalError, splitMessage } from "@almanac/core";
 export const FEISHU_POST_BODY_LIMIT_BYTES = 30 * 1024;
 
 /** Room kept for the body's other fields (`receive_id`, `msg_type`, `uuid`, `reply_in_thread`, braces). */
-const BODY_OVERHEAD_BYTES = 1024;
+export const BODY_OVERHEAD_BYTES = 1024;
 const MIN_CHUNK_CHARACTERS = 32;
 
 /**

@@ -108,5 +108,5 @@ export const feishuChannel: ChannelDescriptor<"feishu", typeof feishuSettings, E
     }
     return { status: "ok", message: `enabled (app ${appId}, ${mode} mode)` };
   },
-  capabilities: { streamingEdits: false, buttons: true, uploads: false },
+  capabilities: { streamingEdits: true, buttons: true, uploads: true },
 };

@@ -14,6 +14,7 @@ export const feishuErrorCodes = defineErrorCodes({
   "feishu.network_error": { category: "provider" },
   "feishu.invalid_response": { category: "provider" },
   "feishu.api_error": { category: "provider" },
+  "feishu.upload_too_large": { category: "user" },
   "feishu.webhook_disabled": { category: "user", status: 404 },
   "feishu.webhook_invalid_body": { category: "user", status: 400 },
   "feishu.webhook_encrypted": { category: "user", status: 400 },

@@ -1,9 +1,17 @@
 import {
+  type AttachmentDownloadAdapter,
   type ChannelStatus,
+  type DownloadedAttachment,
+  type DownloadLimits,
   describeError,
+  type FileSendingAdapter,
+  type InboundAttachment,
   type InboundMessage,
   InternalError,
+  type OutboundFile,
   type OutboundMessage,
+  type ReplyStream,
+  type StreamingReplyAdapter,
   type TypingIndicatorAdapter,
   type WebhookAdapter,
 } from "@almanac/core";
@@ -15,7 +23,10 @@ import { FEISHU_CHANNEL, toInboundMessage } from "./convert-inbound.js";
 import { FeishuApiError } from "./errors.js";
 import { cardActionEventSchema, receiveEventSchema } from "./event-schema.js";
 import { createFeishuApi, type FeishuApi } from "./feishu-api.js";
+import { createFeishuResourceApi, type FeishuResourceApi } from "./feishu-resources.js";
+import { planUpload } from "./outbound-file.js";
 import { OutboundSender } from "./outbound-sender.js";
+import { CardThrottle, FeishuReplyStream } from "./reply-stream.js";
 import { createSdkLogger } from "./sdk-logger.js";
 import type {
   FeishuAdapterOptions,
@@ -33,10 +44,18 @@ const CARD_ACTION_EVENT = "card.action.trigger";
  * The Feishu/Lark channel: receives `im.message.receive_v1` over the SDK's long connection (or webhooks handed
  * in by the server), normalizes it, and answers with Markdown posts threaded to the message. A message with
  * buttons goes out as an interactive card; a press (`card.action.trigger`, same transport) comes back as the
- * message the button stands for. While a turn runs it shows a "Typing" reaction on the user's message. Dedup,
+ * message the button stands for. While a turn runs it shows a "Typing" reaction on the user's message. It downloads
+ * what people send (message resources), streams replies into cards, and uploads images and files. Dedup,
  * allowlists and mention gating are the server's.
  */
-export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
+export class FeishuAdapter
+  implements
+    TypingIndicatorAdapter,
+    WebhookAdapter,
+    AttachmentDownloadAdapter,
+    StreamingReplyAdapter,
+    FileSendingAdapter
+{
   readonly name = FEISHU_CHANNEL;
   /**
    * Sends with an `idempotencyKey` carry a `uuid` made from it: Feishu posts at most one message per uuid within an
@@ -52,6 +71,9 @@ export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
   private readonly dispatcher: lark.EventDispatcher;
   private readonly stopping = new AbortController();
   private readonly outbound: OutboundSender;
+  private readonly resources: FeishuResourceApi;
+  /** One card request a second per conversation, across all its streamed replies. */
+  private readonly cardThrottle: CardThrottle;
   private wsClient: lark.WSClient | undefined;
   private onMessage: ((message: InboundMessage) => void) | undefined;
   private botOpenId: string | undefined;
@@ -91,6 +113,8 @@ export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
     this.api = createFeishuApi({ ...apiOptions, maxRetries: this.config.maxRetries });
     this.quickApi = createFeishuApi({ ...apiOptions, maxRetries: 0 });
     this.outbound = new OutboundSender({ api: this.api, account: this.config.account, logger });
+    this.resources = createFeishuResourceApi({ client, domain: this.config.domain });
+    this.cardThrottle = new CardThrottle({ now: this.config.now, schedule: this.config.schedule });
     this.dispatcher = new lark.EventDispatcher({
       logger: quiet,
       loggerLevel: lark.LoggerLevel.warn,
@@ -130,6 +154,70 @@ export class FeishuAdapter implements TypingIndicatorAdapter, WebhookAdapter {
    */
   async send(message: OutboundMessage): Promise<void> {
     await this.outbound.send(message);
+  }
+
+  /**
+   * Downloads an image, file, voice message or video of `message` through the message resource API (images with
+   * `type=image`, the rest with `type=file`), stopping past `limits.maxBytes` (`AttachmentTooLargeError`) or when
+   * `limits.signal` aborts. Needs the app permission to read message resources (`im:resource`).
+   */
+  async downloadAttachment(
+    message: InboundMessage,
+    attachment: InboundAttachment,
+    limits: DownloadLimits,
+  ): Promise<DownloadedAttachment> {
+    if (attachment.id === undefined) {
+      throw new FeishuApiError(
+        "feishu.invalid_response",
+        "The Feishu message names no resource to download.",
+        {
+          isRetryable: false,
+        },
+      );
+    }
+    const type = attachment.kind === "image" ? "image" : "file";
+    const downloaded = await this.resources.download(message.id, attachment.id, type, limits);
+    const name = attachment.name ?? downloaded.name;
+    return { ...downloaded, ...(name === undefined ? {} : { name }) };
+  }
+
+  /**
+   * Streams a reply into interactive cards where {@link send} would post it: a card on the first text, edited
+   * at most once a second per conversation, continued in a new card past the card limit; `finish` shows exactly
+   * the final text, or sends what the cards do not show when Feishu refuses an edit.
+   */
+  startReplyStream(message: OutboundMessage): ReplyStream {
+    return new FeishuReplyStream({
+      transport: this.outbound.cardStreamTransport(message),
+      throttle: this.cardThrottle,
+      conversation: message.sessionKey,
+      logger: this.config.logger,
+    });
+  }
+
+  /**
+   * Uploads `file` and sends it where {@link send} would post an answer: an image up to 10 MB as an image message,
+   * anything else up to 30 MB as a file (an Opus recording as a voice message); the caption follows as a message.
+   * @throws UserError `feishu.upload_too_large` over 30 MB
+   */
+  async sendFile(file: OutboundFile): Promise<void> {
+    const plan = planUpload(file);
+    const target = { sessionKey: file.sessionKey, inReplyTo: file.inReplyTo };
+    if (plan.kind === "image") {
+      const imageKey = await this.resources.uploadImage(file.bytes, file.name);
+      await this.outbound.sendUploaded(target, "image", JSON.stringify({ image_key: imageKey }));
+    } else {
+      const fileKey = await this.resources.uploadFile(file.bytes, file.name, plan.fileType);
+      await this.outbound.sendUploaded(target, plan.msgType, JSON.stringify({ file_key: fileKey }));
+    }
+    const caption = file.caption?.trim();
+    if (caption) {
+      await this.outbound.send({
+        sessionKey: file.sessionKey,
+        text: caption,
+        ...(file.inReplyTo === undefined ? {} : { inReplyTo: file.inReplyTo }),
+      });
+    }
   }
 
   /** Adds the typing reaction to the user's message; the returned function removes it. Never throws. */

@@ -11,7 +11,7 @@ export interface MessageTarget {
 
 /** One message to post. `uuid` makes retries idempotent: Feishu drops a repeat within an hour. */
 export interface OutgoingMessage {
-  readonly msgType: "post" | "text" | "interactive";
+  readonly msgType: "post" | "text" | "interactive" | "image" | "file" | "audio";
   readonly content: string;
   readonly uuid: string;
 }
@@ -24,6 +24,10 @@ export interface FeishuApi {
   send(target: MessageTarget, message: OutgoingMessage): Promise<string>;
   /** `POST /open-apis/im/v1/messages/:id/reply`; returns the new message id. */
   reply(messageId: string, message: OutgoingMessage, replyInThread: boolean): Promise<string>;
+  /** `PATCH /open-apis/im/v1/messages/:id`: the card the message shows becomes `content` (a shared card only). */
+  patchCard(messageId: string, content: string): Promise<void>;
+  /** `DELETE /open-apis/im/v1/messages/:id`: recalls a message the bot sent. */
+  recall(messageId: string): Promise<void>;
   /** `POST /open-apis/im/v1/messages/:id/reactions`; returns the reaction id. */
   addReaction(messageId: string, emojiType: string): Promise<string>;
   /** `DELETE /open-apis/im/v1/messages/:id/reactions/:reaction_id`. */
@@ -129,6 +133,14 @@ export function createFeishuApi(options: FeishuApiOptions): FeishuApi {
       );
       return messageId(operation, body);
     },
+    async patchCard(id, content) {
+      const operation = `PATCH /open-apis/im/v1/messages/${id}`;
+      await call(operation, () => client.im.message.patch({ path: { message_id: id }, data: { content } }));
+    },
+    async recall(id) {
+      const operation = `DELETE /open-apis/im/v1/messages/${id}`;
+      await call(operation, () => client.im.message.delete({ path: { message_id: id } }));
+    },
     async addReaction(id, emojiType) {
       const operation = `POST /open-apis/im/v1/messages/${id}/reactions`;
       const body = await call(operation, () =>
@@ -151,7 +163,7 @@ export function createFeishuApi(options: FeishuApiOptions): FeishuApi {
 }
 
 /** One attempt: an answer with `code !== 0` (returned by the SDK) or a thrown HTTP error both become errors. */
-async function callOnce(
+export async function callOnce(
   operation: string,
   request: () => Promise<unknown>,
 ): Promise<Record<string, unknown>> {
@@ -172,7 +184,7 @@ async function callOnce(
  * The thrown value is deliberately not kept as `cause`: axios errors carry the request, bearer token included,
  * and loggers serialize causes.
  */
-function fromThrown(operation: string, error: unknown): FeishuApiError {
+export function fromThrown(operation: string, error: unknown): FeishuApiError {
   const response: unknown = Reflect.get(Object(error), "response");
   const status: unknown = Reflect.get(Object(response), "status");
   if (typeof status === "number") {
@@ -207,7 +219,7 @@ function fromThrown(operation: string, error: unknown): FeishuApiError {
   });
 }
 
-function fromPlatformCode(
+export function fromPlatformCode(
   operation: string,
   platformCode: number,
   msg: string | undefined,
@@ -233,7 +245,7 @@ function fromPlatformCode(
   );
 }
 
-function invalidResponse(operation: string): FeishuApiError {
+export function invalidResponse(operation: string): FeishuApiError {
   return new FeishuApiError(
     "feishu.invalid_response",
     `Feishu ${operation} answered in an unexpected shape.`,

@@ -8,12 +8,24 @@ import {
   UserError,
 } from "@almanac/core";
 import { z } from "zod";
-import { type CardPlace, cardMessageOf, markdownToCardMessage, toCardContent } from "./convert-card.js";
+import {
+  type CardPlace,
+  cardMessageOf,
+  LONGEST_PLACE,
+  markdownToCardMessage,
+  toCardContent,
+} from "./convert-card.js";
 import { FEISHU_CHANNEL } from "./convert-inbound.js";
-import { markdownToPostContents } from "./convert-outbound.js";
+import {
+  BODY_OVERHEAD_BYTES,
+  encodedContentBytes,
+  FEISHU_POST_BODY_LIMIT_BYTES,
+  markdownToPostContents,
+} from "./convert-outbound.js";
 import { FeishuApiError } from "./errors.js";
 import type { FeishuApi, MessageTarget, OutgoingMessage } from "./feishu-api.js";
 import { RecentMap } from "./recent-map.js";
+import type { CardStreamTransport } from "./reply-stream.js";
 
 /** Feishu's code for "the message is recalled" (a reply to it fails). */
 const RECALLED_CODE = 230011;
@@ -74,11 +86,7 @@ export class OutboundSender {
    */
   async send(message: OutboundMessage): Promise<void> {
     if (message.text.trim() === "") return;
-    const inbound = message.inReplyTo;
-    let destination: Destination =
-      inbound !== undefined && inbound.channel === FEISHU_CHANNEL
-        ? replyDestination(inbound)
-        : this.#destinationOfSession(message.sessionKey);
+    let destination = this.#destinationOf(message);
     const buttons = message.buttons ?? [];
     const direct = parseSessionKey(message.sessionKey).kind === "dm";
     for (const [index, piece] of piecesOf(message.text, buttons).entries()) {
@@ -96,6 +104,57 @@ export class OutboundSender {
       destination = sent.destination;
       if (piece.kind === "card" && direct) this.#cardTexts.set(sent.messageId, piece.markdown);
     }
+  }
+
+  /**
+   * How a streamed answer to `message` goes out: cards (without buttons) where {@link send} would post the answer,
+   * each after the previous one, edited in place; the fallback goes out like {@link send}.
+   */
+  cardStreamTransport(message: OutboundMessage): CardStreamTransport {
+    const direct = parseSessionKey(message.sessionKey).kind === "dm";
+    let destination: Destination | undefined;
+    const place = (): CardPlace => cardPlace(direct, destination ?? this.#destinationOf(message));
+    return {
+      sendCard: async (markdown) => {
+        const uuid = randomUUID();
+        const sent = await this.#deliver(
+          destination ?? this.#destinationOf(message),
+          (where) => ({
+            msgType: "interactive",
+            content: toCardContent(markdown, [], cardPlace(direct, where)),
+            uuid,
+          }),
+          message.sessionKey,
+        );
+        destination = sent.destination;
+        return sent.messageId;
+      },
+      patchCard: (messageId, markdown) =>
+        this.#api.patchCard(messageId, toCardContent(markdown, [], place())),
+      recall: (messageId) => this.#api.recall(messageId),
+      sendText: (markdown) =>
+        this.send({
+          sessionKey: message.sessionKey,
+          text: markdown,
+          ...(message.inReplyTo === undefined ? {} : { inReplyTo: message.inReplyTo }),
+        }),
+      fits: (markdown) =>
+        encodedContentBytes(toCardContent(markdown, [], LONGEST_PLACE)) <=
+        FEISHU_POST_BODY_LIMIT_BYTES - BODY_OVERHEAD_BYTES,
+    };
+  }
+
+  /**
+   * Sends one message of an uploaded image or file (`msgType` `image`, `file` or `audio`) where {@link send} would
+   * post an answer in `sessionKey` (a reply to `inReplyTo` when given).
+   */
+  async sendUploaded(
+    target: { readonly sessionKey: string; readonly inReplyTo?: InboundMessage | undefined },
+    msgType: "image" | "file" | "audio",
+    content: string,
+  ): Promise<void> {
+    const uuid = randomUUID();
+    await this.#deliver(this.#destinationOf(target), () => ({ msgType, content, uuid }), target.sessionKey);
   }
 
   /** Notes the latest message seen in a topic, so answers without `inReplyTo` still go into it. */
@@ -130,6 +189,17 @@ export class OutboundSender {
       if (fallback.kind === "reply") throw error;
       return { messageId: await this.#api.send(fallback.target, render(fallback)), destination: fallback };
     }
+  }
+
+  /** Where an answer goes: a reply to the Feishu message it answers, or else into the session's chat. */
+  #destinationOf(message: {
+    readonly sessionKey: string;
+    readonly inReplyTo?: InboundMessage | undefined;
+  }): Destination {
+    const inbound = message.inReplyTo;
+    return inbound !== undefined && inbound.channel === FEISHU_CHANNEL
+      ? replyDestination(inbound)
+      : this.#destinationOfSession(message.sessionKey);
   }
 
   /** Where an answer for a session goes when there is no message to reply to (or `useThread` is false). */

@@ -28,8 +28,13 @@ export interface FeishuAdapterOptions {
   readonly typingEmoji?: string;
   /** Waits between retries (injected by tests); default a timer that stops early when the adapter stops. */
   readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
-  /** Clock for `receivedAt` and `lastEventAt`; default `Date.now`. */
+  /** Clock for `receivedAt`, `lastEventAt` and the streamed card throttle; default `Date.now`. */
   readonly now?: () => number;
+  /**
+   * Runs a callback after some milliseconds: the streamed card throttle's timer (injected by tests with a fake
+   * clock); default `setTimeout`.
+   */
+  readonly schedule?: (ms: number, callback: () => void) => void;
 }
 
 /** What a Feishu {@link InboundMessage} carries on `raw`: the event as delivered, ids included. */

@@ -86,6 +86,20 @@ export function cardProblem(card: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * True for a shared card, the only kind Feishu lets an app update for everyone: JSON 1.0 must say
+ * `config.update_multi: true`; JSON 2.0 is shared unless it says `false`; a template is taken as shared.
+ */
+export function isSharedCard(card: unknown): boolean {
+  const parsed = cardSchema.safeParse(card);
+  if (!parsed.success) return false;
+  const config: unknown = Reflect.get(parsed.data, "config");
+  const updateMulti: unknown =
+    typeof config === "object" && config !== null ? Reflect.get(config, "update_multi") : undefined;
+  if ("elements" in parsed.data && !("schema" in parsed.data)) return updateMulti === true;
+  return updateMulti !== false;
+}
+
 /** The buttons a card shows, in order. */
 export function buttonsOf(card: unknown): FakeCardButton[] {
   return objectsTagged(card, "button").flatMap((candidate) => {

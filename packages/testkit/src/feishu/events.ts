@@ -45,6 +45,13 @@ export interface FakeMessageSpec {
   readonly file?: { readonly fileKey: string; readonly fileName: string };
   /** A voice message recorded in the app (`message_type: "audio"`); `durationMs` is its length. */
   readonly audio?: { readonly fileKey: string; readonly durationMs: number };
+  /** A video (`message_type: "media"`): the file, its cover image, name and length. */
+  readonly media?: {
+    readonly fileKey: string;
+    readonly imageKey: string;
+    readonly fileName: string;
+    readonly durationMs: number;
+  };
   /**
    * Mentions the bot as `@_user_1`: a text gets `"@_user_1 "` in front, a post an `at` element first.
    * Other mentions in `mentions` should then use `@_user_2` and up.
@@ -140,10 +147,11 @@ function buildContent(
   spec: FakeMessageSpec,
   botMention: FakeFeishuMention,
 ): { messageType: string; content: unknown } {
-  const given = [spec.text, spec.post, spec.image, spec.file, spec.audio].filter(
+  const given = [spec.text, spec.post, spec.image, spec.file, spec.audio, spec.media].filter(
     (value) => value !== undefined,
   ).length;
-  if (given !== 1) throw new Error("FakeMessageSpec: give exactly one of text, post, image, file or audio");
+  if (given !== 1)
+    throw new Error("FakeMessageSpec: give exactly one of text, post, image, file, audio or media");
   if (spec.text !== undefined) {
     return {
       messageType: "text",
@@ -162,6 +170,16 @@ function buildContent(
     return {
       messageType: "audio",
       content: { file_key: spec.audio.fileKey, duration: spec.audio.durationMs },
+    };
+  if (spec.media !== undefined)
+    return {
+      messageType: "media",
+      content: {
+        file_key: spec.media.fileKey,
+        image_key: spec.media.imageKey,
+        file_name: spec.media.fileName,
+        duration: spec.media.durationMs,
+      },
     };
   return { messageType: "image", content: { image_key: spec.image?.imageKey } };
 }

@@ -354,9 +354,9 @@ describe("interactive cards and button presses", () => {
     expect(fake.buttons(messageId).map((button) => button.label)).toEqual(["Yes"]);
   });
 
-  it("updates a card by PATCH and refuses to patch a message that is no card", async () => {
+  it("updates a shared card by PATCH and refuses to patch a message that is no card", async () => {
     const messageId = await sendCard(card([{ label: "Yes", reply: "yes" }]));
-    const patched = { elements: [{ tag: "markdown", content: "closed" }] };
+    const patched = { config: { update_multi: true }, elements: [{ tag: "markdown", content: "closed" }] };
     const result = await client().im.message.patch({
       path: { message_id: messageId },
       data: { content: JSON.stringify(patched) },

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { parseJsonBody, readBody, sendJson } from "../http-io.js";
+import { parseJsonBody, sendJson } from "../http-io.js";
 import { buttonsOf, type FakeCardButton, type FakeCardToast, readCallbackAnswer } from "./cards.js";
 import {
   type BuiltCardAction,
@@ -11,9 +11,11 @@ import {
   type FakeMessageSpec,
 } from "./events.js";
 import { createLongConnection, type FakeFeishuAck } from "./long-connection.js";
+import { type FakeResource, type FakeUpload, readMultipart } from "./resources.js";
 import {
   createRestApi,
   type FailureOptions,
+  type FakeCardUpdate,
   type FakeHeldResponse,
   type FakeReaction,
   type FakeRestRequest,
@@ -133,6 +135,22 @@ export interface FakeFeishu {
   pingCount(): number;
   /** What the bot posted (sends and replies), in order. */
   sent(): FakeSentMessage[];
+  /**
+   * Puts bytes behind a key of a message (the `image_key` or `file_key` of an event the test sends), for
+   * `GET /open-apis/im/v1/messages/:message_id/resources/:file_key`.
+   */
+  addResource(messageId: string, key: string, resource: FakeResource): void;
+  /** Images and files the bot uploaded, in order (their keys are what its image and file messages name). */
+  uploads(): FakeUpload[];
+  /** Every PATCH of a card, accepted or refused, with the fake clock's time. */
+  cardUpdates(): FakeCardUpdate[];
+  /** Messages the bot recalled. */
+  recalled(): string[];
+  /**
+   * What the chat shows now: the bot's messages not recalled, in order, each card with its content after updates
+   * (a streamed reply's final text), unlike {@link sent}, which keeps what each message was sent with.
+   */
+  shown(): FakeSentMessage[];
   acks(): FakeFeishuAck[];
   reactions(): FakeReaction[];
   requests(): FakeRestRequest[];
@@ -181,7 +199,10 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
   });
 
   const onRequest = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
-    const rawBody = await readBody(request);
+    const bytes = await readBytes(request);
+    const form = await readMultipart(bytes, request.headers["content-type"] ?? "");
+    // A multipart body is binary: it reaches the REST layer as its parsed form only.
+    const rawBody = form === undefined ? bytes.toString("utf8") : "";
     const url = new URL(request.url ?? "/", "http://fake");
     const method = request.method ?? "GET";
     if (method === "POST" && url.pathname === "/callback/ws/endpoint") {
@@ -200,8 +221,13 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
         ? {}
         : { authorization: request.headers.authorization }),
       rawBody,
+      ...(form === undefined ? {} : { form }),
     });
     if (answer.heldUntil !== undefined) await answer.heldUntil;
+    if (answer.download !== undefined) {
+      sendBytes(response, answer.download);
+      return;
+    }
     sendJson(response, answer.status, answer.body, answer.headers);
   };
 
@@ -310,6 +336,11 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     connectionCount: () => longConnection.connectionCount(),
     pingCount: () => longConnection.pingCount(),
     sent: () => rest.sent(),
+    addResource: (messageId, key, resource) => rest.addResource(messageId, key, resource),
+    uploads: () => rest.uploads(),
+    cardUpdates: () => rest.cardUpdates(),
+    recalled: () => rest.recalled(),
+    shown: () => rest.shown(),
     acks: () => longConnection.acks(),
     reactions: () => rest.reactions(),
     requests: () => rest.requests(),
@@ -337,6 +368,25 @@ export async function startFakeFeishu(options: FakeFeishuOptions = {}): Promise<
     },
   };
   return fake;
+}
+
+async function readBytes(request: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks);
+}
+
+/** Writes a download; one that stalls sends its first bytes, then nothing until the client goes away. */
+function sendBytes(
+  response: ServerResponse,
+  download: { bytes: Uint8Array; headers: Readonly<Record<string, string>>; stallAfterBytes?: number },
+): void {
+  response.writeHead(200, download.headers);
+  if (download.stallAfterBytes === undefined) {
+    response.end(download.bytes);
+    return;
+  }
+  response.write(download.bytes.subarray(0, download.stallAfterBytes));
 }
 
 /** Options of {@link waitUntil}. */

@@ -3,6 +3,7 @@ export {
   cardProblem,
   type FakeCardButton,
   type FakeCardToast,
+  isSharedCard,
   readCallbackAnswer,
 } from "./cards.js";
 export {
@@ -31,8 +32,15 @@ export {
 } from "./fake-feishu.js";
 export { decodeFrame, encodeFrame, type FeishuFrame, FRAME_METHOD, frameHeader } from "./frame-codec.js";
 export type { FakeFeishuAck } from "./long-connection.js";
+export {
+  type FakeResource,
+  type FakeUpload,
+  FEISHU_FILE_UPLOAD_LIMIT_BYTES,
+  FEISHU_IMAGE_UPLOAD_LIMIT_BYTES,
+} from "./resources.js";
 export type {
   FailureOptions,
+  FakeCardUpdate,
   FakeHeldResponse,
   FakeReaction,
   FakeRestRequest,

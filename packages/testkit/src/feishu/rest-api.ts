@@ -1,7 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { parseJsonBody } from "../http-io.js";
-import { cardProblem } from "./cards.js";
+import { cardProblem, isSharedCard } from "./cards.js";
+import {
+  type FakeForm,
+  type FakeResource,
+  type FakeUpload,
+  type ResourceAnswer,
+  ResourceStore,
+} from "./resources.js";
 
 /** A message the bot posted (send or reply), as the fake understood it. */
 export interface FakeSentMessage {
@@ -23,6 +30,18 @@ export interface FakeSentMessage {
   /** Size of the whole request body in bytes (what Feishu's size limits measure). */
   readonly bodyBytes: number;
   readonly uuid?: string;
+}
+
+/** One PATCH of a card the bot sent, accepted or refused, with when it came (the fake's clock). */
+export interface FakeCardUpdate {
+  readonly messageId: string;
+  /** Milliseconds since the epoch, by the fake's clock. */
+  readonly at: number;
+  /** The card sent, parsed from its JSON string. */
+  readonly content: unknown;
+  readonly accepted: boolean;
+  /** Feishu `code` of the answer (0 when accepted). */
+  readonly code: number;
 }
 
 /** A reaction the bot added (`deleted` once removed). */
@@ -77,6 +96,8 @@ export interface RestInput {
   readonly query: Readonly<Record<string, string>>;
   readonly authorization?: string;
   readonly rawBody: string;
+  /** The body read as multipart form data, when it was (uploads). */
+  readonly form?: FakeForm;
 }
 
 /** One HTTP answer. */
@@ -86,6 +107,8 @@ export interface RestOutput {
   readonly headers?: Readonly<Record<string, string>>;
   /** Answer only once this settles (see {@link RestApi.holdNextMessageResponse}). */
   readonly heldUntil?: Promise<void>;
+  /** Bytes to answer with instead of `body` (a resource download). */
+  readonly download?: Extract<ResourceAnswer, { kind: "bytes" }>;
 }
 
 /** The answer to one send or reply, held back; see {@link RestApi.holdNextMessageResponse}. */
@@ -105,6 +128,16 @@ export interface RestApi {
   card(messageId: string): unknown;
   /** Replaces the card an interactive message shows (a callback answer did). */
   replaceCard(messageId: string, card: unknown): void;
+  /** Every PATCH of a card, accepted or refused, in order. */
+  cardUpdates(): FakeCardUpdate[];
+  /** Messages the bot recalled (`DELETE /open-apis/im/v1/messages/:id`). */
+  recalled(): string[];
+  /** What the chat shows now: the messages not recalled, a card with its current content. */
+  shown(): FakeSentMessage[];
+  /** Puts bytes behind a resource key of a message, for the resource download route. */
+  addResource(messageId: string, key: string, resource: FakeResource): void;
+  /** Images and files the bot uploaded, in order. */
+  uploads(): FakeUpload[];
   sent(): FakeSentMessage[];
   reactions(): FakeReaction[];
   requests(): FakeRestRequest[];
@@ -154,6 +187,10 @@ const replyBody = z.object({
   uuid: z.string().max(50).optional(),
 });
 const patchBody = z.object({ content: z.string() });
+const imageContent = z.object({ image_key: z.string().min(1) });
+const fileContent = z.object({ file_key: z.string().min(1) });
+/** Feishu's limit on updates of one message: 5 a second. */
+const UPDATES_PER_SECOND = 5;
 const reactionBody = z.object({ reaction_type: z.object({ emoji_type: z.string().min(1) }) });
 const textContent = z.object({ text: z.string() });
 const postElement = z.looseObject({ tag: z.string() });
@@ -174,6 +211,9 @@ export function createRestApi(options: RestApiOptions): RestApi {
   const tokens = new Set<string>();
   const chatOfMessage = new Map<string, string>();
   const cards = new Map<string, unknown>();
+  const cardUpdates: FakeCardUpdate[] = [];
+  const recalled = new Set<string>();
+  const resources = new ResourceStore();
   /** uuid → the answer to the message first sent with it, and when. */
   const byUuid = new Map<string, { readonly answer: RestOutput; readonly at: number }>();
   /** Holds not yet caught, in order, and every hold not yet released. */
@@ -212,6 +252,16 @@ export function createRestApi(options: RestApiOptions): RestApi {
     if (msgType === "interactive") {
       const problem = cardProblem(parsed.value);
       if (problem !== undefined) return fail(400, 230099, `Failed to create card content, ${problem}.`);
+    }
+    if (msgType === "image") {
+      const image = imageContent.safeParse(parsed.value);
+      if (!image.success || !resources.uploaded("image", image.data.image_key))
+        return invalidParameter("image content needs the image_key of an uploaded image");
+    }
+    if (msgType === "file" || msgType === "audio" || msgType === "media") {
+      const file = fileContent.safeParse(parsed.value);
+      if (!file.success || !resources.uploaded("file", file.data.file_key))
+        return invalidParameter(`${msgType} content needs the file_key of an uploaded file`);
     }
     const limit = msgType === "text" ? options.limits.textBytes : options.limits.postBytes;
     if (bodyBytes > limit) return fail(400, 230025, "The length of the message content reaches its limit.");
@@ -282,7 +332,7 @@ export function createRestApi(options: RestApiOptions): RestApi {
         },
       };
     }
-    if (!path.startsWith("/open-apis/im/v1/messages")) return fail(404, 404, "404 page not found");
+    if (!path.startsWith("/open-apis/im/v1/")) return fail(404, 404, "404 page not found");
     const limited = rateLimits.shift();
     if (limited !== undefined) {
       const remaining = (limited.times ?? 1) - 1;
@@ -353,25 +403,83 @@ export function createRestApi(options: RestApiOptions): RestApi {
         };
       });
     }
-    const patch = /^\/open-apis\/im\/v1\/messages\/([^/]+)$/.exec(path);
-    if (method === "PATCH" && patch) {
-      const parsed = patchBody.safeParse(body);
-      if (!parsed.success) return invalidParameter("content is required");
-      if (bodyBytes > options.limits.postBytes) {
-        return fail(400, 230025, "The length of the message content reaches its limit.");
-      }
-      const messageId = decodeURIComponent(patch[1] ?? "");
-      if (!cards.has(messageId)) return fail(400, 230001, "The message is not a card sent by this bot.");
-      const card = parseJsonBody(parsed.data.content).value;
-      const problem = cardProblem(card);
-      if (problem !== undefined) return fail(400, 230099, `Failed to create card content, ${problem}.`);
-      cards.set(messageId, card);
+    const single = /^\/open-apis\/im\/v1\/messages\/([^/]+)$/.exec(path);
+    if (method === "PATCH" && single) return updateCard(decodeURIComponent(single[1] ?? ""), body, bodyBytes);
+    if (method === "DELETE" && single) {
+      const messageId = decodeURIComponent(single[1] ?? "");
+      if (!sent.some((message) => message.messageId === messageId))
+        return fail(
+          400,
+          230001,
+          "Your request contains an invalid request parameter, ext=message not found.",
+        );
+      if (recalled.has(messageId)) return fail(400, 230011, "The message was withdrawn.");
+      recalled.add(messageId);
       return ok({});
     }
+    const resource = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/resources\/([^/]+)$/.exec(path);
+    if (method === "GET" && resource) {
+      return resourceOutput(
+        resources.download(
+          decodeURIComponent(resource[1] ?? ""),
+          decodeURIComponent(resource[2] ?? ""),
+          input.query.type,
+        ),
+      );
+    }
+    if (method === "POST" && path === "/open-apis/im/v1/images")
+      return resourceOutput(resources.uploadImage(input.form));
+    if (method === "POST" && path === "/open-apis/im/v1/files")
+      return resourceOutput(resources.uploadFile(input.form));
     const reaction = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/reactions(?:\/([^/]+))?$/.exec(path);
     if (reaction) return routeReaction(method, reaction[1] ?? "", reaction[2], body);
     return fail(404, 404, "404 page not found");
   };
+
+  /**
+   * `PATCH /open-apis/im/v1/messages/:id` with a card, refused like Feishu refuses it: not a card of this bot,
+   * recalled, too large, malformed, not shared (`config.update_multi: true` is needed before and after; the code
+   * Feishu answers for that is not documented, the fake says 230099), or over 5 updates a second.
+   */
+  const updateCard = (messageId: string, body: unknown, bodyBytes: number): RestOutput => {
+    const parsed = patchBody.safeParse(body);
+    if (!parsed.success) return invalidParameter("content is required");
+    const card = parseJsonBody(parsed.data.content).value;
+    const at = options.clock();
+    const refuse = (status: number, code: number, msg: string): RestOutput => {
+      cardUpdates.push({ messageId, at, content: card, accepted: false, code });
+      return fail(status, code, msg);
+    };
+    const current = cards.get(messageId);
+    if (current === undefined) return refuse(400, 230001, "The message is not a card sent by this bot.");
+    if (recalled.has(messageId)) return refuse(400, 230011, "The message was withdrawn.");
+    if (bodyBytes > options.limits.postBytes) {
+      return refuse(400, 230025, "The length of the message content reaches its limit.");
+    }
+    const problem = cardProblem(card);
+    if (problem !== undefined) return refuse(400, 230099, `Failed to create card content, ${problem}.`);
+    if (!isSharedCard(current) || !isSharedCard(card)) {
+      return refuse(
+        400,
+        230099,
+        "Failed to update card content, ext=only shared cards (config.update_multi: true) can be updated.",
+      );
+    }
+    const recent = cardUpdates.filter(
+      (update) => update.messageId === messageId && update.accepted && at - update.at < 1000,
+    );
+    if (recent.length >= UPDATES_PER_SECOND) {
+      return refuse(400, 230020, "This message is being updated too often, please try again later.");
+    }
+    cards.set(messageId, card);
+    cardUpdates.push({ messageId, at, content: card, accepted: true, code: 0 });
+    return ok({});
+  };
+
+  const resourceOutput = (answer: ResourceAnswer): RestOutput =>
+    answer.kind === "json"
+      ? { status: answer.status, body: answer.body }
+      : { status: 200, body: undefined, download: answer };
 
   const routeReaction = (
     method: string,
@@ -408,7 +516,10 @@ export function createRestApi(options: RestApiOptions): RestApi {
 
   return {
     handle(input) {
-      const parsed = parseJsonBody(input.rawBody);
+      const parsed =
+        input.form === undefined
+          ? parseJsonBody(input.rawBody)
+          : { ok: true, value: summarizeForm(input.form) };
       const answer = route(input, parsed.value);
       const code = z.object({ code: z.number() }).safeParse(answer.body);
       requests.push({
@@ -418,13 +529,23 @@ export function createRestApi(options: RestApiOptions): RestApi {
         ...(input.authorization === undefined ? {} : { authorization: input.authorization }),
         body: parsed.value,
         status: answer.status,
-        code: code.success ? code.data.code : -1,
+        code: answer.download !== undefined ? 0 : code.success ? code.data.code : -1,
       });
       return answer;
     },
     rememberMessage: (messageId, chatId) => void chatOfMessage.set(messageId, chatId),
     card: (messageId) => cards.get(messageId),
     replaceCard: (messageId, card) => void cards.set(messageId, card),
+    cardUpdates: () => [...cardUpdates],
+    recalled: () => [...recalled],
+    shown: () =>
+      sent
+        .filter((message) => !recalled.has(message.messageId))
+        .map((message) =>
+          message.msgType === "interactive" ? { ...message, content: cards.get(message.messageId) } : message,
+        ),
+    addResource: (messageId, key, resource) => resources.add(messageId, key, resource),
+    uploads: () => resources.uploads(),
     sent: () => [...sent],
     reactions: () => [...reactions],
     requests: () => [...requests],
@@ -457,4 +578,12 @@ export function createRestApi(options: RestApiOptions): RestApi {
       for (const hold of [...openHolds]) hold.release();
     },
   };
+}
+
+/** A multipart body as the request log keeps it: its fields, and its files by name and size (not their bytes). */
+function summarizeForm(form: FakeForm): Record<string, unknown> {
+  const files = Object.fromEntries(
+    Object.entries(form.files).map(([name, file]) => [name, { name: file.name, size: file.bytes.length }]),
+  );
+  return { ...form.fields, ...files };
 }
