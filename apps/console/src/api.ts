@@ -143,6 +143,15 @@ export function backupPath(name: string): string {
   return under("/api/backups/", pathSegment(name, "a backup name"), "a backup name");
 }
 
+/**
+ * `/api/files/content?path=…`: a workspace file's bytes (fetched with {@link apiBlob}, never linked: the token
+ * stays in a header). The path is a query value, so it cannot move the request to another route; which files may
+ * be read is the server's rule.
+ */
+export function workspaceFilePath(path: string): string {
+  return `/api/files/content?path=${encodeURIComponent(path)}`;
+}
+
 /** Answers a waiting tool call; resolves with the settled record (untrusted JSON), rejects with an `ApiError`. */
 export function decideApproval(id: string, decision: "approve" | "deny"): Promise<unknown> {
   return api(approvalPath(id), { method: "POST", body: { decision, via: "console" } });
@@ -176,8 +185,15 @@ export interface ChatDone {
   readonly stopped?: boolean;
 }
 
+/** A file sent with a console message: its name and its bytes as a base64 `data:` URL. */
+export interface ChatAttachment {
+  readonly name: string;
+  readonly data: string;
+}
+
 /**
- * Sends one message of a console conversation and streams the reply: `onDelta` gets each piece as it
+ * Sends one message of a console conversation (with its files, saved in the conversation's inbox before the
+ * turn) and streams the reply: `onDelta` gets each piece as it
  * arrives; resolves with the full text, rejects with an `ApiError` (before or during the stream).
  */
 export async function streamChat(
@@ -185,10 +201,11 @@ export async function streamChat(
   message: string,
   onDelta: (text: string) => void,
   signal?: AbortSignal,
+  attachments: readonly ChatAttachment[] = [],
 ): Promise<ChatDone> {
   const response = await request("/api/console/chat", {
     method: "POST",
-    body: JSON.stringify({ conversation, message }),
+    body: JSON.stringify({ conversation, message, ...(attachments.length === 0 ? {} : { attachments }) }),
     ...(signal ? { signal } : {}),
   });
   if (!response.body) throw new ApiError(0, "console.no_stream", "The browser gave no response stream.");

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { lastUserText, type RecordedChatRequest, script, startScriptedLlm } from "@almanac/testkit";
 import { type FakeDiscord, startFakeDiscord, waitUntil } from "@almanac/testkit/discord";
 import { type FakeFeishu, startFakeFeishu } from "@almanac/testkit/feishu";
+import sharp from "sharp";
 import { afterEach, describe, expect, it } from "vitest";
 import { startTestServer, TEST_MODEL_KEY, type TestServer } from "./test-server.js";
 
@@ -18,6 +19,18 @@ afterEach(async () => {
   await feishu?.close();
   feishu = undefined;
 });
+
+/** A small real PNG, a PDF header and an Ogg/Opus header: what the content check reads, not what the names say. */
+const photo = await sharp({ create: { width: 8, height: 6, channels: 3, background: "#c33" } })
+  .png()
+  .toBuffer();
+const pdf = Buffer.from("%PDF-1.4\n% a report\n1 0 obj << >> endobj\ntrailer << >>\n%%EOF\n");
+const opus = Buffer.concat([
+  Buffer.from("OggS"),
+  Buffer.alloc(24),
+  Buffer.from("OpusHead"),
+  Buffer.alloc(400, 1),
+]);
 
 /** Echoes what the model was shown as the newest user message (text parts, and a marker per image part). */
 function echo(request: RecordedChatRequest): ReturnType<typeof script.text> {
@@ -49,24 +62,26 @@ describe("a message that is only an attachment", () => {
       return fake.sent().at(-1)?.content ?? "";
     };
 
+    // Each is downloaded, checked by its content and saved; the model gets the text note (this model cannot see).
     const image = await send({
       where: "dm",
       content: "",
-      attachments: [{ filename: "photo.png", contentType: "image/png", size: 52_000 }],
+      attachments: [{ filename: "photo.png", contentType: "image/png", bytes: photo }],
     });
-    // Images are files first: one the adapter cannot download is described with its link, never passed on as a
-    // remote image part (the platform's links expire, and a text-only model must never get one).
-    expect(image).toContain("- image, link: https://cdn.discordapp.com/");
+    expect(image).toMatch(
+      /^echo: \[The person sent an attachment; .*\n- image "photo\.png" \(image\/png, .*\), saved as inbox\/\d{4}-\d\d-\d\d\/photo\.png/s,
+    );
     expect(image).not.toContain("[1 image]");
     const file = await send({
       where: "dm",
       content: "",
-      attachments: [{ filename: "report.pdf", contentType: "application/pdf", size: 1_250_000 }],
+      attachments: [{ filename: "report.pdf", contentType: "application/pdf", bytes: pdf }],
     });
-    expect(file).toContain('file "report.pdf" (application/pdf, 1.2 MB), link: https://cdn.discordapp.com/');
-    expect(file).toContain("did not download");
+    expect(file).toMatch(/file "report\.pdf" \(application\/pdf, .*\), saved as inbox\/.*\/report\.pdf/);
     const voice = await send({ where: "dm", content: "", voice: { durationSecs: 4.2 } });
-    expect(voice).toContain('voice message "voice-message.ogg" (audio/ogg, 18 KB, 4 s)');
+    // No transcription endpoint here: the person is told, the recording kept, and the model still gets a message.
+    expect(voice).toContain("Voice messages cannot be transcribed here");
+    expect(voice).toMatch(/echo: \[The person sent an attachment;/);
     const text = await send({ where: "dm", content: "and now in words" });
     expect(text).toBe("echo: and now in words");
     expect(server.llm.rejections()).toEqual([]);
@@ -81,6 +96,8 @@ describe("a message that is only an attachment", () => {
         ALMANAC_FEISHU_APP_SECRET: fake.appSecret,
         ALMANAC_FEISHU_DOMAIN: fake.baseUrl,
         ALMANAC_FEISHU_ALLOW_FROM: "ou_user_1",
+        // Replies sent whole, so each is one message to read (streamed cards: feishu-attachments.e2e).
+        ALMANAC_STREAM_REPLIES: "none",
       },
     });
     const server = running;
@@ -93,14 +110,29 @@ describe("a message that is only an attachment", () => {
       return JSON.stringify(sent.at(-1)?.content);
     };
 
-    expect(await send({ chatType: "p2p", image: { imageKey: "img_v3_0001" } })).toContain(
-      "did not download it",
-    );
+    fake.addResource("om_photo", "img_v3_0001", { type: "image", bytes: photo });
     expect(
-      await send({ chatType: "p2p", file: { fileKey: "file_v3_0002", fileName: "plan.xlsx" } }),
-    ).toContain('file \\"plan.xlsx\\"');
-    expect(await send({ chatType: "p2p", audio: { fileKey: "file_v3_0003", durationMs: 3_000 } })).toContain(
-      "voice message (3 s)",
+      await send({ chatType: "p2p", messageId: "om_photo", image: { imageKey: "img_v3_0001" } }),
+    ).toMatch(/- image \(image\/png, \d+ B\), saved as inbox\/.*\/image\.png/);
+    fake.addResource("om_plan", "file_v3_0002", { type: "file", bytes: pdf, fileName: "plan.pdf" });
+    expect(
+      await send({
+        chatType: "p2p",
+        messageId: "om_plan",
+        file: { fileKey: "file_v3_0002", fileName: "plan.pdf" },
+      }),
+    ).toMatch(/file \\"plan\.pdf\\" \(application\/pdf/);
+    fake.addResource("om_voice", "file_v3_0003", { type: "file", bytes: opus });
+    expect(
+      await send({
+        chatType: "p2p",
+        messageId: "om_voice",
+        audio: { fileKey: "file_v3_0003", durationMs: 3_000 },
+      }),
+    ).toContain("Voice messages cannot be transcribed here");
+    // A resource the platform will not hand over: the person is told, and the message is still answered.
+    expect(await send({ chatType: "p2p", image: { imageKey: "img_v3_gone" } })).toContain(
+      "I could not take the image: the download failed.",
     );
     expect(await send({ chatType: "p2p", text: "and now in words" })).toContain("echo: and now in words");
     expect(server.llm.rejections()).toEqual([]);

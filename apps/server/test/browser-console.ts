@@ -17,7 +17,7 @@ export const DOC_SCREENSHOT_DIR = join(REPO_ROOT, "docs/screenshots");
  * inline script, no eval or `new Function`, no `javascript:` URLs, nothing loaded from another origin.
  */
 export const CONSOLE_CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " +
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; media-src 'self' blob:; " +
   "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; " +
   "frame-ancestors 'none'";
 

@@ -38,11 +38,13 @@ export function createTestSessionManager(options: {
   readonly sessionsDir?: string;
   readonly queueLimit?: number;
   readonly clock?: () => number;
+  /** The turns' tools (default: none). */
+  readonly tools?: TurnDependencies["tools"];
 }): SessionManager {
   return new SessionManager({
     store: createSessionStore({ dir: options.sessionsDir ?? options.dir }),
     scheduler: createLaneScheduler({ maxConcurrent: 4, laneCapacity: options.queueLimit ?? 4 }),
-    runner: createTestRunner(options.model),
+    runner: createTestRunner(options.model, options.tools === undefined ? {} : { tools: options.tools }),
     missingModelSettings: [],
     tokenCounter: createTokenCounter(),
     limits: { maxMessageChars: 1000, idleUnloadMs: 60_000, contextWindow: 10_000 },

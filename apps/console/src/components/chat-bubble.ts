@@ -1,17 +1,8 @@
 import { html } from "htm/preact";
+import type { ChatLine } from "../chat-files.js";
 import { formatClock, formatTime, isoTime } from "../read.js";
+import { FileView } from "./file-view.js";
 import { Markdown } from "./markdown.js";
-
-/** One message of the chat as the page shows it. */
-export interface ChatLine {
-  readonly role: string;
-  readonly text: string;
-  /** When it was said (ms since the epoch): from the history, or the moment this page saw it. */
-  readonly at?: number;
-  readonly streaming?: boolean;
-  /** The reply was stopped before it was complete. */
-  readonly stopped?: boolean;
-}
 
 /** A badge saying a reply was stopped (the chat and the session page show a stopped reply alike). */
 export function StoppedBadge() {
@@ -28,17 +19,28 @@ export function MessageTime(props: { at: number | undefined }) {
 }
 
 /**
- * One chat bubble: the user's text as typed, a reply as Markdown; under it the time it was said and, for a
- * stopped reply, the stopped badge (the server's `[stopped]` line is left out of the text before this).
+ * One chat bubble: the user's text as typed, a reply as Markdown, then the files sent with it (images drawn,
+ * recordings playable, other files to download); under it the time it was said and, for a stopped reply, the
+ * stopped badge (the server's `[stopped]` line is left out of the text before this).
  */
 export function ChatBubble(props: { line: ChatLine }) {
   const { line } = props;
+  const files = line.files ?? [];
   const text =
     line.role === "assistant" && line.text !== ""
       ? html`<${Markdown} class="bubble-text" text=${line.text} />`
-      : html`<div class="bubble-text">${line.text || (line.streaming ? "…" : "")}</div>`;
+      : line.text === "" && files.length > 0 && !line.streaming
+        ? null
+        : html`<div class="bubble-text">${line.text || (line.streaming ? "…" : "")}</div>`;
   return html`<div class=${`bubble ${line.role}${line.streaming ? " streaming" : ""}`} data-role=${line.role}>
     ${text}
+    ${
+      files.length === 0
+        ? null
+        : html`<div class="bubble-files">
+            ${files.map((file, index) => html`<${FileView} key=${file.path ?? `${index}:${file.name}`} file=${file} />`)}
+          </div>`
+    }
     ${
       line.at !== undefined || line.stopped
         ? html`<div class="bubble-meta">

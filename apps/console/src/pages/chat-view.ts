@@ -1,28 +1,19 @@
 import { html } from "htm/preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, api, sessionPath, stopReply, streamChat } from "../api.js";
-import { ChatBubble, type ChatLine } from "../components/chat-bubble.js";
+import { type ChatFile, type ChatLine, chatLinesOf, kindOf } from "../chat-files.js";
+import { ChatBubble } from "../components/chat-bubble.js";
+import { PendingFileChips, readAsDataUrl, usePendingFiles } from "../components/pending-files.js";
 import { webSessionKey } from "../conversations.js";
-import { asArray, asRecord, readMessage, withoutStopMark } from "../read.js";
+import { useLiveEvents } from "../live.js";
+import { asArray, asRecord, str, withoutStopMark } from "../read.js";
 import { ErrorBox } from "../ui.js";
 
 /** A conversation's messages as the chat shows them; none for a conversation the server does not have yet. */
 async function loadHistory(conversation: string): Promise<ChatLine[]> {
   try {
     const detail = asRecord(await api(sessionPath(webSessionKey(conversation))));
-    return asArray(detail.messages)
-      .map(readMessage)
-      .filter(
-        (message) =>
-          (message.role === "user" || message.role === "assistant") &&
-          (message.text !== "" || message.stopped),
-      )
-      .map((message) => ({
-        role: message.role,
-        text: message.text,
-        ...(message.at === undefined ? {} : { at: message.at }),
-        ...(message.stopped ? { stopped: true } : {}),
-      }));
+    return chatLinesOf(asArray(detail.messages));
   } catch (error) {
     if (error instanceof ApiError && error.status === 404) return [];
     throw error;
@@ -47,9 +38,29 @@ export interface ChatViewProps {
   readonly listOpen: boolean;
 }
 
+/** A `file-sent` live event's file (untrusted JSON). */
+function sentFile(data: Record<string, unknown>): ChatFile | undefined {
+  const path = str(data.path);
+  if (path === "") return undefined;
+  const name = str(data.name, path.slice(path.lastIndexOf("/") + 1));
+  const caption = str(data.caption).trim();
+  return {
+    name,
+    kind: kindOf(name, str(data.contentType)),
+    path,
+    ...(caption === "" ? {} : { caption }),
+  };
+}
+
+/** True when a drag carries files (not text or a link dragged inside the page). */
+function carriesFiles(event: DragEvent): boolean {
+  return event.dataTransfer?.types.includes("Files") ?? false;
+}
+
 /**
- * One conversation: its history, the composer, the reply streaming in as it is written, Stop. Made for one
- * conversation (the page keys it by the id), so nothing of another conversation's reply can land in it.
+ * One conversation: its history, the composer (files pasted, dropped or picked go with the message), the reply
+ * streaming in as it is written with the files the assistant sends, Stop. Made for one conversation (the page keys
+ * it by the id), so nothing of another conversation's reply can land in it.
  */
 export function ChatView(props: ChatViewProps) {
   const { conversation } = props;
@@ -69,6 +80,9 @@ export function ChatView(props: ChatViewProps) {
   /** This view sent a message while the current run lasted: its reply is on screen already. */
   const sentDuringRun = useRef(false);
   const wasRunning = useRef(props.running);
+  const pending = usePendingFiles();
+  const [dragging, setDragging] = useState(false);
+  const fileInput = useRef<HTMLInputElement>(null);
 
   useEffect(
     () => () => {
@@ -112,38 +126,67 @@ export function ChatView(props: ChatViewProps) {
     if (log) log.scrollTop = log.scrollHeight;
   }, [lines]);
 
+  const replaceLast = (update: (line: ChatLine) => ChatLine) => {
+    if (!mounted.current) return;
+    setLines((previous) => {
+      const last = previous.at(-1);
+      return last ? [...previous.slice(0, -1), update(last)] : previous;
+    });
+  };
+
+  // A file the assistant sends during this view's reply joins that reply (another tab's shows on reload).
+  useLiveEvents((event) => {
+    if (event.type !== "file-sent" || str(event.data.sessionKey) !== webSessionKey(conversation)) return;
+    if (!sending && !sentDuringRun.current) return;
+    const file = sentFile(event.data);
+    if (file === undefined) return;
+    replaceLast((line) =>
+      line.role === "assistant" ? { ...line, files: [...(line.files ?? []), file] } : line,
+    );
+  });
+
+  const attach = (files: readonly File[]) => {
+    const problem = pending.add(files);
+    setError(problem === undefined ? undefined : new Error(problem));
+  };
+
   const send = async () => {
     const text = message.trim();
-    if (text === "" || sending || !loaded) return;
+    const attached = pending.files.map((entry) => entry.file);
+    if ((text === "" && attached.length === 0) || sending || !loaded) return;
     sends.current += 1;
     sentDuringRun.current = true;
     setMessage("");
+    pending.clear();
     setSending(true);
     setError(undefined);
+    const shown: ChatFile[] = attached.map((file) => ({
+      name: file.name,
+      kind: kindOf(file.name, file.type),
+      blob: file,
+    }));
     setLines((previous) => [
       ...previous,
-      { role: "user", text, at: Date.now() },
+      { role: "user", text, at: Date.now(), ...(shown.length === 0 ? {} : { files: shown }) },
       { role: "assistant", text: "", streaming: true },
     ]);
-    const replaceLast = (update: (line: ChatLine) => ChatLine) => {
-      if (!mounted.current) return;
-      setLines((previous) => {
-        const last = previous.at(-1);
-        return last ? [...previous.slice(0, -1), update(last)] : previous;
-      });
-    };
     try {
+      const attachments = await Promise.all(
+        attached.map(async (file) => ({ name: file.name || "file", data: await readAsDataUrl(file) })),
+      );
       const done = await streamChat(
         conversation,
         text,
         (delta) => replaceLast((line) => ({ ...line, text: line.text + delta, at: line.at ?? Date.now() })),
         props.signal,
+        attachments,
       );
       replaceLast((line) => ({
         role: "assistant",
         text: done.stopped ? withoutStopMark(done.text || line.text) : done.text,
         at: line.at ?? Date.now(),
         ...(done.stopped ? { stopped: true } : {}),
+        ...(line.files === undefined ? {} : { files: line.files }),
       }));
       props.onAnswered();
     } catch (caught) {
@@ -181,7 +224,25 @@ export function ChatView(props: ChatViewProps) {
 
   const elsewhere = props.running && !sending && !sentDuringRun.current;
   return html`
-    <section class="chat" aria-label="Conversation">
+    <section
+      class=${`chat${dragging ? " dragging" : ""}`}
+      aria-label="Conversation"
+      onDragOver=${(event: DragEvent) => {
+        if (!carriesFiles(event) || !loaded) return;
+        event.preventDefault();
+        setDragging(true);
+      }}
+      onDragLeave=${(event: DragEvent) => {
+        const to = event.relatedTarget;
+        if (!(to instanceof Node) || !(event.currentTarget as HTMLElement).contains(to)) setDragging(false);
+      }}
+      onDrop=${(event: DragEvent) => {
+        if (!carriesFiles(event)) return;
+        event.preventDefault();
+        setDragging(false);
+        if (loaded) attach(Array.from(event.dataTransfer?.files ?? []));
+      }}
+    >
       <div class="chat-head">
         <button
           type="button"
@@ -203,6 +264,7 @@ export function ChatView(props: ChatViewProps) {
         ${elsewhere ? html`<p class="muted small replying">A reply is being written…</p>` : null}
       </div>
       <${ErrorBox} error=${error} />
+      <${PendingFileChips} files=${pending.files} onRemove=${pending.remove} />
       <form
         class="composer"
         onSubmit=${(event: Event) => {
@@ -219,13 +281,46 @@ export function ChatView(props: ChatViewProps) {
           disabled=${!loaded}
           onInput=${(event: Event) => setMessage((event.currentTarget as HTMLTextAreaElement).value)}
           onKeyDown=${onKeyDown}
+          onPaste=${(event: ClipboardEvent) => {
+            const files = Array.from(event.clipboardData?.files ?? []);
+            if (files.length === 0) return;
+            // A pasted picture is sent as a file, not as its name in the text.
+            event.preventDefault();
+            attach(files);
+          }}
         ></textarea>
+        <input
+          ref=${fileInput}
+          class="attach-input"
+          type="file"
+          multiple
+          aria-label="Files to attach"
+          onChange=${(event: Event) => {
+            const input = event.currentTarget as HTMLInputElement;
+            attach(Array.from(input.files ?? []));
+            input.value = "";
+          }}
+        />
+        <button
+          type="button"
+          class="secondary attach"
+          title="Attach files (or paste or drop them here)"
+          disabled=${!loaded || sending}
+          onClick=${() => fileInput.current?.click()}
+        >
+          Attach
+        </button>
         ${
           sending
             ? html`<button type="button" class="danger stop" onClick=${stop} disabled=${stopping}>
                 ${stopping ? "Stopping…" : "Stop"}
               </button>`
-            : html`<button type="submit" disabled=${!loaded || message.trim() === ""}>Send</button>`
+            : html`<button
+                type="submit"
+                disabled=${!loaded || (message.trim() === "" && pending.files.length === 0)}
+              >
+                Send
+              </button>`
         }
       </form>
     </section>

@@ -2,11 +2,13 @@ import {
   type ChannelAdapter,
   type ChannelStatus,
   canDownloadAttachments,
+  canSendFiles,
   canStreamReplies,
   hasTypingIndicator,
   type InboundMessage,
   isAlmanacError,
   type Logger,
+  type OutboundFile,
   type OutboundMessage,
   parseSessionKey,
   type ReplyStream,
@@ -42,6 +44,12 @@ export interface ChannelHubOptions {
   readonly logger?: Logger;
 }
 
+/**
+ * What became of a file sent to a conversation by its session key: uploaded, refused because the channel's adapter
+ * cannot upload files, or not sent because the conversation is not on a chat app configured here.
+ */
+export type FileSendOutcome = "sent" | "cannot-send-files" | "no-channel";
+
 /** Runs every chat-platform adapter: gate (dedup, access), session turn, reply. */
 export interface ChannelHub {
   start(): Promise<void>;
@@ -54,6 +62,12 @@ export interface ChannelHub {
    * console's and the API's conversations get it through their transcript and the live events).
    */
   deliver(message: OutboundMessage): Promise<boolean>;
+  /**
+   * Uploads a file to a conversation by its session key (the assistant's `send_file`), through the platform's
+   * upload API. The adapter's errors reach the caller: `AttachmentTooLargeError` for a file over the platform's
+   * limit.
+   */
+  sendFile(file: OutboundFile): Promise<FileSendOutcome>;
   /**
    * True when a send to this conversation that began at `since` may be repeated now with the same key without a
    * duplicate (the platform deduplicates, and still does after that long).
@@ -263,6 +277,13 @@ export function createChannelHub(options: ChannelHubOptions): ChannelHub {
       if (adapter === undefined) return false;
       await adapter.send(message);
       return true;
+    },
+    async sendFile(file) {
+      const adapter = adapters.get(channelOf(file.sessionKey));
+      if (adapter === undefined) return "no-channel";
+      if (!canSendFiles(adapter)) return "cannot-send-files";
+      await adapter.sendFile(file);
+      return "sent";
     },
     canRepeatSend(sessionKey, since) {
       const adapter = adapters.get(channelOf(sessionKey));

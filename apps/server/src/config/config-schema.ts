@@ -418,7 +418,7 @@ export const configSchema = z.strictObject({
       streamReplies: setting(z.array(z.enum(channelNames)).default([...channelNames]), {
         env: "ALMANAC_STREAM_REPLIES",
         description:
-          "Chat apps whose replies are shown as they are written (one message edited as the text arrives), where the channel can; empty: every reply is sent whole.",
+          "Chat apps whose replies are shown as they are written (one message edited as the text arrives), where the channel can; `none`: every reply is sent whole.",
         example: "discord,feishu,dingtalk",
       }),
       dedupHours: setting(positiveInt.default(48), {

@@ -119,6 +119,17 @@ describe("loadConfig", () => {
     expect(error.message).toContain("expected an http(s) URL");
   });
 
+  it("reads `none` as an empty list, while an empty variable leaves the default", () => {
+    expect(
+      loadConfig({ env: { ALMANAC_STREAM_REPLIES: "none" }, cwd }).config.channels.streamReplies,
+    ).toEqual([]);
+    expect(loadConfig({ env: { ALMANAC_STREAM_REPLIES: "" }, cwd }).config.channels.streamReplies).toEqual([
+      "discord",
+      "feishu",
+      "dingtalk",
+    ]);
+  });
+
   it("reads list variables comma-separated or as JSON arrays of strings or numbers", () => {
     for (const text of ["123, 456", "[123, 456]", '["123","456"]']) {
       const { config } = loadConfig({ env: { ALMANAC_DISCORD_ALLOW_FROM: text }, cwd, dotenv: false });

@@ -123,9 +123,11 @@ function fromEnv(setting: SettingInfo, text: string): unknown {
 
 /**
  * A list from the environment: comma-separated (`a, b`), or a JSON array whose items are strings or numbers
- * (ids are often written `[123, 456]`; numbers become their text). Anything else is passed on as the text.
+ * (ids are often written `[123, 456]`; numbers become their text), or `none` for an empty list (an empty variable
+ * means "not set", so the default applies). Anything else is passed on as the text.
  */
 function listFromEnv(trimmed: string): unknown {
+  if (trimmed.toLowerCase() === "none") return [];
   if (!trimmed.startsWith("[")) {
     return trimmed
       .split(",")

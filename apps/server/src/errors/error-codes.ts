@@ -39,6 +39,8 @@ export const serverErrorCodes = defineErrorCodes({
     forPeople: "That message is longer than I accept; please send it in shorter parts.",
   },
   "session.not_found": { category: "user", status: 404 },
+  /** A workspace file over `ALMANAC_ATTACHMENT_MAX_MB`, asked for by `send_file` or `GET /api/files/content`. */
+  "file.too_large": { category: "user", status: 413 },
   "approval.not_found": { category: "user", status: 404 },
   "task.not_found": { category: "user", status: 404 },
   /** A schedule that cannot be used (a past time, a bad cron expression…): the message says what to send. */

@@ -37,6 +37,18 @@ export interface IndexFigures {
   readonly lastError?: string;
 }
 
+/** A file the assistant sent to a conversation, as the live events tell it. */
+export interface SentFile {
+  readonly sessionKey: string;
+  /** Workspace-relative, `/`-separated. */
+  readonly path: string;
+  readonly name: string;
+  /** The type read from the content. */
+  readonly contentType: string;
+  readonly size: number;
+  readonly caption?: string;
+}
+
 /** One change the server pushes to `GET /api/events` (see docs/api.md, "Live events"). */
 export type ServerEvent =
   | { readonly type: "session-created"; readonly sessionKey: string }
@@ -73,6 +85,12 @@ export type ServerEvent =
   | { readonly type: "task-deleted"; readonly taskId: string }
   /** A firing of a task moved on (claimed, answered, delivered, failed…). */
   | { readonly type: "firing-changed"; readonly firing: FiringRecord; readonly task: TaskRecord | undefined }
+  /**
+   * The assistant sent a workspace file to a conversation (`send_file`): uploaded to a chat app, or, for the
+   * console's and the API's conversations, recorded here (the console shows it in the turn; `path` is what
+   * `GET /api/files/content` serves).
+   */
+  | ({ readonly type: "file-sent" } & SentFile)
   /** A task's reply was delivered to its conversation (the console shows it in a conversation it has open). */
   | {
       readonly type: "task-delivered";

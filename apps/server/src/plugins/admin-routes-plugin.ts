@@ -1,8 +1,11 @@
+import { join } from "node:path";
 import fp from "fastify-plugin";
 import { BackupStore } from "../backup/backup-store.js";
+import { attachmentMaxBytes } from "../config/attachment-max-bytes.js";
 import { registerAdminRoutes } from "../routes/admin-routes.js";
 import { registerBackupRoutes } from "../routes/backup-routes.js";
 import { registerConsolidationRoutes } from "../routes/consolidation-routes.js";
+import { registerFileRoutes } from "../routes/file-routes.js";
 import { registerForgetRoutes } from "../routes/forget-routes.js";
 import { registerIndexRoutes } from "../routes/index-routes.js";
 import { registerLiveRoutes } from "../routes/live-routes.js";
@@ -14,7 +17,7 @@ import { registerToolRoutes } from "../routes/tool-routes.js";
 import { PLUGIN } from "./plugin-names.js";
 
 /**
- * The admin REST API under `/api`: sessions, memory files, the index, the first-run checks, the charts'
+ * The admin REST API under `/api`: sessions, memory files, workspace files' bytes, the index, the first-run checks, the charts'
  * data, backups and the live events. Its `preClose` hook ends every open event stream, after the turns drained.
  */
 export const adminRoutesPlugin = fp(
@@ -23,6 +26,10 @@ export const adminRoutesPlugin = fp(
     registerAdminRoutes(app, sessions, app.serverInfo);
     registerMemoryRoutes(app, memory);
     registerForgetRoutes(app, memory);
+    registerFileRoutes(app, {
+      workspace: join(app.config.home, "workspace"),
+      maxBytes: attachmentMaxBytes(app.config),
+    });
     registerConsolidationRoutes(app, app.consolidation);
     registerToolRoutes(app, app.tools);
     registerTaskRoutes(

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { createOpenAITranscriber } from "@almanac/llm";
 import fp from "fastify-plugin";
 import { AttachmentIntake } from "../attachments/attachment-intake.js";
+import { attachmentMaxBytes } from "../config/attachment-max-bytes.js";
 import { proxySettingsOf } from "../config/load-config.js";
 import { resolveMemoryScope } from "../memory-scope.js";
 import { PLUGIN } from "./plugin-names.js";
@@ -27,7 +28,7 @@ export const attachmentsPlugin = fp(
         workspace: join(config.home, "workspace"),
         scopeOf: (sessionKey) => resolveMemoryScope(sessionKey, config),
         timeZone: config.memory.timeZone ?? Intl.DateTimeFormat().resolvedOptions().timeZone,
-        maxBytes: Math.floor(config.attachments.maxMb * 1_048_576),
+        maxBytes: attachmentMaxBytes(config),
         timeoutMs: config.attachments.timeoutMs,
         vision: config.model.vision,
         ...(transcription.baseUrl === undefined

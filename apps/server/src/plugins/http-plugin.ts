@@ -27,6 +27,8 @@ const SECURITY_HEADERS = {
       // Preact sets `style` attributes (bars, chart sizes); no style sheet comes from elsewhere.
       styleSrc: ["'self'", "'unsafe-inline'"],
       imgSrc: ["'self'", "data:", "blob:"],
+      // The console plays voice messages it fetched with the token, from blob: URLs (never from another site).
+      mediaSrc: ["'self'", "blob:"],
       connectSrc: ["'self'"],
       fontSrc: ["'self'"],
       objectSrc: ["'none'"],

@@ -4,9 +4,11 @@ import { ApprovalCenter } from "@almanac/approvals";
 import { toolOutputTokenBudget } from "@almanac/compaction";
 import { McpToolSource } from "@almanac/mcp";
 import fp from "fastify-plugin";
+import { attachmentMaxBytes } from "../config/attachment-max-bytes.js";
 import { compactionWindow } from "../config/compaction-window.js";
 import { ApprovalDesk } from "../tools/approval-desk.js";
 import { memoryToolSource, webToolSource, workspaceToolSource } from "../tools/built-in-sources.js";
+import { sendFileToolSource } from "../tools/send-file-tool.js";
 import { type ServerToolSource, ToolCatalog } from "../tools/tool-catalog.js";
 import { aTurnAfterReady } from "./after-ready.js";
 import { PLUGIN } from "./plugin-names.js";
@@ -27,7 +29,7 @@ declare module "fastify" {
 }
 
 /**
- * Every tool source (memory, workspace files, web_fetch, the MCP servers) behind one catalog, and the approval
+ * Every tool source (memory, workspace files, web_fetch, the tasks, send_file, the MCP servers) behind one catalog, and the approval
  * center calls of risky tools wait at. MCP servers are started once the server listens (a slow server never
  * delays the first answer; its tools appear when it is ready) and stopped after the sessions closed. Approvals
  * left pending by the previous run are closed at start.
@@ -66,6 +68,13 @@ export const toolsPlugin = fp(
           ]
         : []),
       app.taskTools,
+      sendFileToolSource({
+        workspace: join(config.home, "workspace"),
+        maxBytes: attachmentMaxBytes(config),
+        // The hub is built after the tools (its sessions need them); a turn runs only once both are there.
+        sendToChat: (file) => app.channels.sendFile(file),
+        onSent: (sent) => events.publish({ type: "file-sent", ...sent }),
+      }),
       ...(mcp === undefined ? [] : [mcp]),
     ];
     const catalog = new ToolCatalog(sources, {

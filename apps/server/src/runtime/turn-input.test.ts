@@ -1,6 +1,7 @@
 import type { InboundMessage } from "@almanac/core";
 import { describe, expect, it } from "vitest";
-import { NO_TEXT_NOTE, userMessageOf } from "./turn-input.js";
+import { filesOfNote } from "../../../console/src/chat-files.js";
+import { NO_TEXT_NOTE, receivedNote, userMessageOf } from "./turn-input.js";
 
 const base: InboundMessage = {
   sessionKey: "discord:default:dm:1",
@@ -133,5 +134,45 @@ describe("the user message a turn starts with", () => {
         ].join("\n"),
       },
     ]);
+  });
+
+  it("names each saved file so the console reads its path back from the note", () => {
+    const saved = (path: string, mime: string, extra: object = {}) =>
+      ({
+        status: "saved",
+        kind: "file",
+        originalName: undefined,
+        path,
+        type: { mime, extension: undefined, category: "document" },
+        size: 2_048,
+        shown: false,
+        ...extra,
+      }) as const;
+    const paths = [
+      "inbox/2026-12-06/report (final); v2.pdf",
+      "shared/discord-default-group-g1/inbox/2026-12-06/cat.png",
+      "inbox/2026-12-06/voice-message.opus",
+      "inbox/2026-12-06/voice-message-2.opus",
+    ];
+    const note = receivedNote([
+      saved(paths[0] as string, "application/pdf"),
+      saved(paths[1] as string, "image/png", { shown: true }),
+      saved(paths[2] as string, "audio/ogg", {
+        kind: "voice message",
+        transcript: { text: "hi" },
+        durationMs: 4_000,
+      }),
+      saved(paths[3] as string, "audio/ogg", { kind: "voice message", transcript: { problem: "it failed" } }),
+    ]);
+    expect(filesOfNote(note)?.files.map((file) => file.path)).toEqual(paths);
+    const blind = receivedNote([
+      saved(paths[1] as string, "image/png", {
+        kind: "image",
+        type: { mime: "image/png", extension: "png", category: "image" },
+      }),
+    ]);
+    expect(blind).toContain("you cannot see images");
+    expect(filesOfNote(blind)?.files.map((file) => file.path)).toEqual([paths[1]]);
+    expect(filesOfNote(note)?.rest).toEqual([]);
   });
 });

@@ -15,7 +15,8 @@ import type {
 /** The text a user message carries when the person sent nothing the model can read (e.g. a bare @mention). */
 export const NO_TEXT_NOTE = "(The message had no text.)";
 
-function formatBytes(bytes: number): string {
+/** A file size as the model and people read it: `512 B`, `51 KB`, `2.5 MB`. */
+export function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
   const units = ["KB", "MB", "GB"];
   let value = bytes / 1024;

@@ -27,6 +27,14 @@ describe("a session's title", () => {
     expect(sessionTitle([user(exact)])).toBe(exact);
   });
 
+  it("is what the person wrote, not the attachment note after it", () => {
+    const withFiles = user([
+      { type: "text", text: "  here is\nthe menu " },
+      { type: "text", text: "[The person sent an attachment; files are saved in the workspace:]\n- file …" },
+    ]);
+    expect(sessionTitle([withFiles])).toBe("here is the menu");
+  });
+
   it("skips user messages without text and is undefined while there is none", () => {
     const imageOnly = user([{ type: "image", url: "https://example.com/a.png" }]);
     expect(sessionTitle([imageOnly, assistant("A picture.")])).toBeUndefined();

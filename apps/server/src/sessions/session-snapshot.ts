@@ -91,17 +91,17 @@ export const sessionSnapshotSchema: z.ZodType<SessionSnapshot> = z.object({
 export const SESSION_TITLE_MAX_CHARS = 60;
 
 /**
- * A session's title: the text of its first user message that has any, whitespace collapsed, cut to
- * {@link SESSION_TITLE_MAX_CHARS} characters with an ellipsis; undefined while no user message has text.
+ * A session's title: the first text of its first user message that has any (what the person wrote, not the
+ * attachment note the server puts after it), whitespace collapsed, cut to {@link SESSION_TITLE_MAX_CHARS}
+ * characters with an ellipsis; undefined while no user message has text.
  */
 export function sessionTitle(messages: readonly Message[]): string | undefined {
   for (const message of messages) {
     if (message.role !== "user") continue;
-    const text = message.content
-      .map((block) => (block.type === "text" ? block.text : ""))
-      .join(" ")
-      .replace(/\s+/g, " ")
-      .trim();
+    const text =
+      message.content
+        .map((block) => (block.type === "text" ? block.text.replace(/\s+/g, " ").trim() : ""))
+        .find((blockText) => blockText !== "") ?? "";
     if (text === "") continue;
     // Counted and cut by code point, so an emoji or other astral character is never split in half.
     const characters = Array.from(text);

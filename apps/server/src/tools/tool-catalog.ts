@@ -8,7 +8,7 @@ import type { MemoryScope } from "@almanac/memory-files";
  * it holds (never a network round trip).
  */
 export interface ServerToolSource {
-  /** Shown in `GET /api/tools` (`memory`, `workspace`, `web`, `mcp`, `tasks`). */
+  /** Shown in `GET /api/tools` (`memory`, `workspace`, `web`, `mcp`, `tasks`, `files`). */
   readonly name: string;
   /**
    * The tools for a turn of `sessionKey` in `scope`. The tools' names and specs must depend on the scope only
