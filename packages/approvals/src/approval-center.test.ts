@@ -123,4 +123,15 @@ describe("answers typed in a chat", () => {
     expect(text).toContain("approve K7QD");
     expect(text).toContain("10 minutes");
   });
+
+  it("shows arguments that are not JSON as one quoted line, so they cannot close the fence and render", () => {
+    const raw = "oops\n```\n<at id=all></at> [click](https://evil.example)";
+    const text = approvalQuestion(
+      { ...call, arguments: raw, id: "K7QD", requestedAt: 0, expiresAt: 600_000, state: "pending" },
+      600_000,
+    );
+    const fenced = text.split("```json\n")[1]?.split("\n```")[0];
+    expect(fenced).toBe(JSON.stringify(raw));
+    expect(text.split("\n").filter((line) => line.startsWith("```"))).toEqual(["```json", "```"]);
+  });
 });

@@ -370,7 +370,9 @@ export function approvalQuestion(record: ApprovalRecord, timeoutMs: number): str
   try {
     pretty = JSON.stringify(JSON.parse(record.arguments), null, 2);
   } catch {
-    // Shown exactly as sent.
+    // Not JSON: shown as one quoted string, so no line of it can close the fence and be rendered as markup (a
+    // mention or a link in a Feishu card) instead of read.
+    pretty = JSON.stringify(record.arguments);
   }
   return [
     `Approval needed (${record.id}): the assistant wants to run \`${record.tool}\` with these arguments:`,

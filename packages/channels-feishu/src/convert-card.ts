@@ -1,7 +1,12 @@
 import type { InboundMessage, MessageButton } from "@almanac/core";
 import { z } from "zod";
 import { FEISHU_CHANNEL, placeOf } from "./convert-inbound.js";
-import { FEISHU_POST_BODY_LIMIT_BYTES, splitMarkdownToFit, toPostContent } from "./convert-outbound.js";
+import {
+  FEISHU_POST_BODY_LIMIT_BYTES,
+  splitMarkdownToFit,
+  toPostContent,
+  withoutMentionTags,
+} from "./convert-outbound.js";
 import type { FeishuCardActionEvent } from "./event-schema.js";
 import type { FeishuCardActionRaw } from "./types.js";
 
@@ -46,7 +51,7 @@ export function buildCard(
   place: CardPlace,
   note?: string,
 ): Record<string, unknown> {
-  const elements: Record<string, unknown>[] = [{ tag: "markdown", content: markdown }];
+  const elements: Record<string, unknown>[] = [{ tag: "markdown", content: withoutMentionTags(markdown) }];
   if (buttons.length > 0) {
     elements.push({
       tag: "action",

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { buildCard } from "./convert-card.js";
 import {
   encodedContentBytes,
   FEISHU_POST_BODY_LIMIT_BYTES,
@@ -65,5 +66,18 @@ describe("markdownToPostContents", () => {
     expect(encodedContentBytes(content)).toBe(
       Buffer.byteLength(JSON.stringify({ content }), "utf8") - '{"content":}'.length,
     );
+  });
+});
+
+describe("mention tags in what the bot says", () => {
+  it("are shown as typed, never rendered as a mention, in posts and in cards", () => {
+    const said = 'Hello <at id=all></at> and <AT user_id="ou_x">x</at> — `a <b>` stays';
+    const [post] = markdownOf([toPostContent(said)]);
+    const card = JSON.stringify(buildCard(said, [], { chatType: "group" }));
+    for (const text of [post ?? "", card]) {
+      expect(text).not.toMatch(/<\/?at\b/i);
+      expect(text.replaceAll("\u200B", "")).toContain("<at id=all></at>");
+    }
+    expect(post).toContain("`a <b>` stays");
   });
 });

@@ -12,7 +12,18 @@ const MIN_CHUNK_CHARACTERS = 32;
  * (bold, links, lists, quotes, code blocks) in an ordinary chat bubble that can be replied to and threaded.
  */
 export function toPostContent(markdown: string): string {
-  return JSON.stringify({ zh_cn: { title: "", content: [[{ tag: "md", text: markdown }]] } });
+  return JSON.stringify({
+    zh_cn: { title: "", content: [[{ tag: "md", text: withoutMentionTags(markdown) }]] },
+  });
+}
+
+/**
+ * The text with Feishu's mention tags (`<at id=all></at>`, `<at user_id="ou_…"></at>`) broken by a zero-width
+ * space, so they show as typed instead of pinging: what the model writes (or a tool's arguments it repeats) never
+ * notifies a whole group. Posts and cards both render these tags; Discord's equivalent is `allowed_mentions`.
+ */
+export function withoutMentionTags(markdown: string): string {
+  return markdown.replace(/<(\/?)at\b/gi, "<$1\u200Bat");
 }
 
 /** Bytes a `content` string takes inside the JSON request body, where it is escaped a second time. */
