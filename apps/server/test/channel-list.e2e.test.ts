@@ -56,7 +56,8 @@ const FAKES: { readonly [Name in ChannelName]: () => Promise<ChannelFake<Name>> 
       },
       connected: () => fake.isConnected(),
       directMessage: (text) => fake.sendEvent({ chatType: "p2p", text }),
-      sent: () => fake.sent().map((message) => JSON.stringify(message.content)),
+      // What the chat shows now: a streamed reply is a card edited until it holds the whole text.
+      sent: () => fake.shown().map((message) => JSON.stringify(message.content)),
       close: () => fake.close(),
     };
   },
