@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { lastUserText, script } from "@almanac/testkit";
+import { startFakeDingTalk } from "@almanac/testkit/dingtalk";
 import { type FakeDiscord, startFakeDiscord, waitUntil } from "@almanac/testkit/discord";
 import { afterEach, describe, expect, it } from "vitest";
 import { startTestServer, type TestServer } from "./test-server.js";
@@ -66,6 +67,36 @@ describe("reminders through the real server", () => {
     const detail = (await (await server.api(`/api/tasks/${task?.id}`)).json()) as { firings: Firing[] };
     expect(detail.firings).toMatchObject([{ state: "delivered", late: false, reply: "Time to stretch!" }]);
     expect(server.llm.rejections()).toEqual([]);
+  }, 30_000);
+
+  it("a DingTalk chat asks to be reminded in 2 s; the reminder comes through the OpenAPI, once", async () => {
+    const dingtalk = await startFakeDingTalk();
+    running.push(dingtalk);
+    const server = await startTestServer({
+      env: {
+        ALMANAC_DINGTALK_CLIENT_ID: dingtalk.clientId,
+        ALMANAC_DINGTALK_CLIENT_SECRET: dingtalk.clientSecret,
+        ALMANAC_DINGTALK_ROBOT_CODE: dingtalk.robotCode,
+        ALMANAC_DINGTALK_GATEWAY_URL: dingtalk.url,
+        ALMANAC_DINGTALK_API_BASE_URL: dingtalk.url,
+        ALMANAC_DINGTALK_ALLOW_FROM: "staff-001",
+      },
+    });
+    running.push(server);
+    await waitUntil(() => dingtalk.isConnected(), { timeoutMs: 10_000 });
+    remindingModel(server, "2s");
+    dingtalk.sendRobotMessage({ conversation: "single", text: "remind me in 2 s to stretch" });
+    await waitUntil(() => dingtalk.sent().length === 1, { timeoutMs: 10_000 });
+    expect(dingtalk.sent()[0]).toMatchObject({ route: "sessionWebhook" });
+    expect(dingtalk.sent()[0]?.text).toMatch(/^OK: Scheduled task T[A-Z2-9]{5}\./);
+    await waitUntil(() => dingtalk.sent().length === 2, { timeoutMs: 10_000 });
+    // Spoken first, with no message to answer: never through a session webhook that may have expired.
+    expect(dingtalk.sent()[1]).toMatchObject({ route: "openapi", text: "Time to stretch!" });
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(dingtalk.sent()).toHaveLength(2);
+    const list = (await (await server.api("/api/tasks")).json()) as { tasks: Task[] };
+    expect(list.tasks[0]).toMatchObject({ state: "done", sessionKey: "dingtalk:default:dm:staff-001" });
+    expect(dingtalk.problems()).toEqual([]);
   }, 30_000);
 
   it("the API creates, lists, pauses, resumes, runs and deletes a task, with clear errors for a bad schedule", async () => {

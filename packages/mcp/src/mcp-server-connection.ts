@@ -1,13 +1,40 @@
 import type { ToolOutput } from "@almanac/agent";
 import { describeError, type Logger } from "@almanac/core";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { type McpServerSettings, type McpTransportKind, transportOf } from "./mcp-settings.js";
 import { toToolOutput } from "./tool-result.js";
+
+async function importSdk() {
+  const [client, sse, stdio, http, types] = await Promise.all([
+    import("@modelcontextprotocol/sdk/client/index.js"),
+    import("@modelcontextprotocol/sdk/client/sse.js"),
+    import("@modelcontextprotocol/sdk/client/stdio.js"),
+    import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
+    import("@modelcontextprotocol/sdk/types.js"),
+  ]);
+  return {
+    Client: client.Client,
+    SSEClientTransport: sse.SSEClientTransport,
+    StdioClientTransport: stdio.StdioClientTransport,
+    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+    ErrorCode: types.ErrorCode,
+    McpError: types.McpError,
+    ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema,
+  };
+}
+type McpSdk = Awaited<ReturnType<typeof importSdk>>;
+let sdkLoading: Promise<McpSdk> | undefined;
+
+/**
+ * The MCP SDK, loaded when the first server connects: a server with no MCP server configured never carries it
+ * (about 25 MB of resident memory at start-up; BENCHMARKS.md, idle RSS).
+ */
+function loadSdk(): Promise<McpSdk> {
+  sdkLoading ??= importSdk();
+  return sdkLoading;
+}
 
 /** Where a server stands: not started (disabled), connecting, ready, or down (retried with backoff). */
 export type McpServerState = "disabled" | "connecting" | "ready" | "down";
@@ -154,6 +181,7 @@ export class McpServerConnection {
       });
       return toToolOutput(result, `${what}'s tool ${tool}`);
     } catch (error) {
+      const { ErrorCode, McpError } = await loadSdk();
       if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
         return {
           content: `${what}'s tool ${tool} did not answer within ${this.settings.timeoutMs} ms and was abandoned.`,
@@ -184,6 +212,8 @@ export class McpServerConnection {
   async #connect(): Promise<void> {
     if (this.#stopped) return;
     this.#setState("connecting");
+    const sdk = await loadSdk();
+    const { Client, ToolListChangedNotificationSchema } = sdk;
     const client = new Client(
       { name: "almanac", version: this.#options.clientVersion },
       { capabilities: {} },
@@ -193,7 +223,7 @@ export class McpServerConnection {
         await this.#listTools(client).catch((error: unknown) => this.#failed(client, error));
     });
     try {
-      await this.#open(client);
+      await this.#open(sdk, client);
       await this.#listTools(client);
     } catch (error) {
       await client.close().catch(() => {});
@@ -219,11 +249,12 @@ export class McpServerConnection {
   }
 
   /** Connects over the server's transport; `http` tries Streamable HTTP first, then the older HTTP+SSE. */
-  async #open(client: Client): Promise<void> {
+  async #open(sdk: McpSdk, client: Client): Promise<void> {
+    const { SSEClientTransport, StreamableHTTPClientTransport } = sdk;
     const timeout = this.#options.connectTimeoutMs ?? 30_000;
     const kind = transportOf(this.settings);
     if (kind === "stdio") {
-      await client.connect(this.#stdioTransport(), { timeout });
+      await client.connect(this.#stdioTransport(sdk), { timeout });
       return;
     }
     const url = new URL(this.settings.url as string);
@@ -252,8 +283,8 @@ export class McpServerConnection {
     await client.connect(sse as Transport, { timeout });
   }
 
-  #stdioTransport(): Transport {
-    const transport = new StdioClientTransport({
+  #stdioTransport(sdk: McpSdk): Transport {
+    const transport = new sdk.StdioClientTransport({
       command: this.settings.command as string,
       args: [...this.settings.args],
       // The SDK adds only the basic variables (PATH, HOME, …) to these: Almanac's own secrets never reach the server.

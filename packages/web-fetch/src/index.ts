@@ -3,7 +3,6 @@ export { type AddressPolicy, createAddressPolicy } from "./address-policy.js";
 export {
   createWebFetchTool,
   fetchReadable,
-  htmlToMarkdown,
   type WebFetchOptions,
   WebFetchRefusal,
 } from "./web-fetch.js";

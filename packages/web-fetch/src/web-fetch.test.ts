@@ -3,7 +3,8 @@ import { createServer, type Server } from "node:http";
 import { silentLogger } from "@almanac/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createAddressPolicy } from "./address-policy.js";
-import { createWebFetchTool, htmlToMarkdown } from "./web-fetch.js";
+import { htmlToMarkdown } from "./html-to-markdown.js";
+import { createWebFetchTool } from "./web-fetch.js";
 
 let server: Server;
 let port: number;
@@ -153,8 +154,8 @@ describe("the address policy", () => {
   });
 
   it("turns a page without an article into Markdown of its body", () => {
-    expect(
-      htmlToMarkdown("<html><body><p>Just <b>one</b> line.</p></body></html>", "http://x/").markdown,
-    ).toBe("Just **one** line.");
+    expect(htmlToMarkdown("<html><body><p>Just <b>one</b> line.</p></body></html>").markdown).toBe(
+      "Just **one** line.",
+    );
   });
 });

@@ -2,9 +2,6 @@ import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { isIP } from "node:net";
 import { defineTool, type Tool } from "@almanac/agent";
 import { describeError } from "@almanac/core";
-import { Readability } from "@mozilla/readability";
-import { parseHTML } from "linkedom";
-import TurndownService from "turndown";
 import { Agent, type Dispatcher, fetch as undiciFetch } from "undici";
 import { z } from "zod";
 import { type AddressPolicy, createAddressPolicy } from "./address-policy.js";
@@ -63,34 +60,6 @@ function guardedAgent(policy: AddressPolicy, resolve: typeof dnsLookup): Agent {
     });
   };
   return new Agent({ connect: { lookup: lookup as never } });
-}
-
-const turndown = new TurndownService({
-  headingStyle: "atx",
-  codeBlockStyle: "fenced",
-  bulletListMarker: "-",
-});
-turndown.remove(["script", "style", "noscript", "iframe"]);
-
-/** A page's readable part as Markdown: Readability's article when it finds one, else the whole body. */
-export function htmlToMarkdown(
-  html: string,
-  url: string,
-): { readonly title: string; readonly markdown: string } {
-  const { document } = parseHTML(html);
-  const title = document.title?.trim() ?? "";
-  try {
-    const article = new Readability(document as unknown as Document, { charThreshold: 200 }).parse();
-    if (article?.content) {
-      return { title: article.title?.trim() || title, markdown: turndown.turndown(article.content).trim() };
-    }
-  } catch {
-    // Readability gives up on some pages: the body as it is.
-  }
-  const { document: fresh } = parseHTML(html);
-  const body = fresh.body?.innerHTML ?? html;
-  void url;
-  return { title, markdown: turndown.turndown(body).trim() };
 }
 
 async function readLimited(
@@ -187,7 +156,7 @@ export async function fetchReadable(
       const body = bytes.toString("utf8");
       const page =
         /html/i.test(contentType) || /^\s*<(!doctype html|html)/i.test(body)
-          ? htmlToMarkdown(body, url.href)
+          ? (await import("./html-to-markdown.js")).htmlToMarkdown(body)
           : { title: "", markdown: body };
       return { url: url.href, title: page.title, text: page.markdown, cut };
     }

@@ -2,7 +2,7 @@ import { type FileHandle, mkdir, open, readdir, rm, stat, unlink } from "node:fs
 import { join } from "node:path";
 import { fsyncDirectory, isErrnoCode, PRIVATE_DIRECTORY_MODE, UserError } from "@almanac/core";
 import { fileTimestamp, firstFreePaths } from "../sessions/file-helpers.js";
-import { type ArchiveSummary, createBackupArchive } from "./archive-writer.js";
+import type { ArchiveSummary } from "./archive-writer.js";
 import { BACKUPS_DIR, STAGING_PREFIX } from "./data-dir-capture.js";
 
 /** The name of an archive the server made: `almanac-backup-<UTC time>[-N].tar.gz`. */
@@ -79,6 +79,8 @@ export class BackupStore {
     const [file = ""] = await firstFreePaths((suffix) => [
       join(this.#folder, archiveNameAt(this.#clock()).replace(".tar.gz", `${suffix}.tar.gz`)),
     ]);
+    // The archive writer (and `tar` with it) is loaded for the first backup, not at start-up.
+    const { createBackupArchive } = await import("./archive-writer.js");
     const summary = await createBackupArchive({
       home: this.#home,
       file,
