@@ -1,8 +1,9 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { lastUserText, type RecordedChatRequest, script } from "@almanac/testkit";
+import { lastUserText, script } from "@almanac/testkit";
 import sharp from "sharp";
 import { afterEach, describe, expect, it } from "vitest";
+import { imageParts, inboxFiles } from "./attachment-helpers.js";
 import { startTestServer, type TestServer } from "./test-server.js";
 
 let running: TestServer | undefined;
@@ -17,25 +18,6 @@ async function photoDataUrl(width: number, height: number): Promise<string> {
     .png()
     .toBuffer();
   return `data:image/png;base64,${png.toString("base64")}`;
-}
-
-function imageParts(request: RecordedChatRequest | undefined): string[] {
-  const user = request?.messages.findLast((message) => message.role === "user");
-  if (!Array.isArray(user?.content)) return [];
-  return user.content.flatMap((part: unknown) => {
-    const url = (part as { image_url?: { url?: unknown } }).image_url?.url;
-    return typeof url === "string" ? [url] : [];
-  });
-}
-
-/** Every inbox file of the owner's workspace, as `<day>/<name>`. */
-async function inboxFiles(home: string): Promise<string[]> {
-  const inbox = join(home, "workspace", "inbox");
-  const days = await readdir(inbox).catch(() => []);
-  const files = await Promise.all(
-    days.map(async (day) => (await readdir(join(inbox, day))).map((name) => `${day}/${name}`)),
-  );
-  return files.flat();
 }
 
 async function transcriptText(home: string): Promise<string> {

@@ -1,9 +1,10 @@
-import { readdir, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { lastUserText, type RecordedChatRequest, script } from "@almanac/testkit";
+import { lastUserText, script } from "@almanac/testkit";
 import { type FakeDingTalk, startFakeDingTalk, waitUntil } from "@almanac/testkit/dingtalk";
 import sharp from "sharp";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { imageParts, inboxFiles } from "./attachment-helpers.js";
 import { startTestServer, type TestServer } from "./test-server.js";
 
 let dingtalk: FakeDingTalk;
@@ -38,25 +39,6 @@ async function boot(env: Record<string, string> = {}): Promise<TestServer> {
   running.llm.setFallback((request) => script.text(`echo: ${lastUserText(request)}`));
   await waitUntil(() => dingtalk.isConnected(), { timeoutMs: 10_000 });
   return running;
-}
-
-function imageParts(request: RecordedChatRequest | undefined): string[] {
-  const user = request?.messages.findLast((message) => message.role === "user");
-  if (!Array.isArray(user?.content)) return [];
-  return user.content.flatMap((part: unknown) => {
-    const url = (part as { image_url?: { url?: unknown } }).image_url?.url;
-    return typeof url === "string" ? [url] : [];
-  });
-}
-
-/** Every inbox file of the owner's workspace, as `<day>/<name>`. */
-async function inboxFiles(home: string): Promise<string[]> {
-  const inbox = join(home, "workspace", "inbox");
-  const days = await readdir(inbox).catch(() => []);
-  const files = await Promise.all(
-    days.map(async (day) => (await readdir(join(inbox, day))).map((name) => `${day}/${name}`)),
-  );
-  return files.flat();
 }
 
 describe("DingTalk attachments and streamed replies through the real server", () => {

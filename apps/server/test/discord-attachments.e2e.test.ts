@@ -1,9 +1,10 @@
-import { readdir, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { lastUserText, type RecordedChatRequest, script } from "@almanac/testkit";
+import { lastUserText, script } from "@almanac/testkit";
 import { type FakeDiscord, startFakeDiscord, waitUntil } from "@almanac/testkit/discord";
 import sharp from "sharp";
 import { afterEach, describe, expect, it } from "vitest";
+import { imageParts, inboxFiles } from "./attachment-helpers.js";
 import { startTestServer, type TestServer } from "./test-server.js";
 
 let discord: FakeDiscord | undefined;
@@ -50,25 +51,6 @@ async function photo(): Promise<Buffer> {
   return sharp({ create: { width: 64, height: 48, channels: 3, background: { r: 200, g: 40, b: 40 } } })
     .png()
     .toBuffer();
-}
-
-function imageParts(request: RecordedChatRequest | undefined): string[] {
-  const user = request?.messages.findLast((message) => message.role === "user");
-  if (!Array.isArray(user?.content)) return [];
-  return user.content.flatMap((part: unknown) => {
-    const url = (part as { image_url?: { url?: unknown } }).image_url?.url;
-    return typeof url === "string" ? [url] : [];
-  });
-}
-
-/** Every file of the owner's inbox, as `<day>/<name>`. */
-async function inboxFiles(home: string): Promise<string[]> {
-  const inbox = join(home, "workspace", "inbox");
-  const days = await readdir(inbox).catch(() => []);
-  const files = await Promise.all(
-    days.map(async (day) => (await readdir(join(inbox, day))).map((name) => `${day}/${name}`)),
-  );
-  return files.flat();
 }
 
 describe("Discord attachments and streamed replies through the real server", () => {

@@ -1,15 +1,8 @@
-import { readdir } from "node:fs/promises";
-import { join } from "node:path";
-import {
-  lastUserText,
-  type RecordedChatRequest,
-  type ScriptedLlm,
-  script,
-  startScriptedLlm,
-} from "@almanac/testkit";
+import { lastUserText, type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
 import { type FakeFeishu, startFakeFeishu, waitUntil } from "@almanac/testkit/feishu";
 import sharp from "sharp";
 import { afterEach, describe, expect, it } from "vitest";
+import { imageParts, inboxFiles } from "./attachment-helpers.js";
 import { startTestServer, TEST_MODEL_KEY, type TestServer } from "./test-server.js";
 
 let feishu: FakeFeishu | undefined;
@@ -64,24 +57,6 @@ async function waitForShown(fake: FakeFeishu, pattern: RegExp): Promise<string> 
     what: `a reply matching ${pattern}`,
   });
   return shownTexts(fake).find((text) => pattern.test(text)) ?? "";
-}
-
-function imageParts(request: RecordedChatRequest | undefined): string[] {
-  const user = request?.messages.findLast((message) => message.role === "user");
-  if (!Array.isArray(user?.content)) return [];
-  return user.content.flatMap((part: unknown) => {
-    const url = (part as { image_url?: { url?: unknown } }).image_url?.url;
-    return typeof url === "string" ? [url] : [];
-  });
-}
-
-async function inboxFiles(home: string): Promise<string[]> {
-  const inbox = join(home, "workspace", "inbox");
-  const days = await readdir(inbox).catch(() => []);
-  const files = await Promise.all(
-    days.map(async (day) => (await readdir(join(inbox, day))).map((name) => `${day}/${name}`)),
-  );
-  return files.flat();
 }
 
 const photo = () =>
