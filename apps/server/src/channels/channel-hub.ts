@@ -27,7 +27,7 @@ export interface ChannelEntry {
   readonly policy: AccessPolicy;
 }
 
-/** Options of {@link createChannelHub}. */
+/** Options of {@link ChannelHub}. */
 export interface ChannelHubOptions {
   readonly channels: readonly ChannelEntry[];
   /** Names of channels known to Almanac but not configured (reported as `disabled`). */
@@ -50,31 +50,6 @@ export interface ChannelHubOptions {
  */
 export type FileSendOutcome = "sent" | "cannot-send-files" | "no-channel";
 
-/** Runs every chat-platform adapter: gate (dedup, access), session turn, reply. */
-export interface ChannelHub {
-  start(): Promise<void>;
-  statuses(): ChannelStatus[];
-  /** Stops the adapters after replies already being sent went out (up to the deadline). */
-  stop(deadlineMs: number): Promise<void>;
-  /**
-   * Sends a message to a conversation nobody just wrote in (a scheduled task's reply, a question of the
-   * assistant's), by its session key. False when the conversation is not on a chat app configured here (the
-   * console's and the API's conversations get it through their transcript and the live events).
-   */
-  deliver(message: OutboundMessage): Promise<boolean>;
-  /**
-   * Uploads a file to a conversation by its session key (the assistant's `send_file`), through the platform's
-   * upload API. The adapter's errors reach the caller: `AttachmentTooLargeError` for a file over the platform's
-   * limit.
-   */
-  sendFile(file: OutboundFile): Promise<FileSendOutcome>;
-  /**
-   * True when a send to this conversation that began at `since` may be repeated now with the same key without a
-   * duplicate (the platform deduplicates, and still does after that long).
-   */
-  canRepeatSend(sessionKey: string, since: number): boolean;
-}
-
 /** The channel of a session key (its first part). */
 function channelOf(sessionKey: string): string {
   return parseSessionKey(sessionKey).channel;
@@ -96,59 +71,146 @@ interface ArrivalOrder {
   readonly queued: () => void;
 }
 
-/** Creates the hub; `start()` connects every adapter. */
-export function createChannelHub(options: ChannelHubOptions): ChannelHub {
-  const logger = options.logger ?? silentLogger;
-  const inFlight = new Set<Promise<void>>();
-  const policies = new Map(options.channels.map((entry) => [entry.adapter.name, entry.policy]));
-  const adapters = new Map(options.channels.map((entry) => [entry.adapter.name, entry.adapter]));
-  const streaming = new Set(options.streamReplies ?? []);
+/**
+ * Runs every chat-platform adapter: gate (dedup, access), session turn, reply.
+ *
+ * Each message is handled detached from the adapter's callback (adapters ack the platform at once); its
+ * conversation's arrival order is registered synchronously in that callback, so a later message of the same
+ * conversation never has its turn queued before an earlier one's, however long the earlier one's downloads take.
+ */
+export class ChannelHub {
+  readonly #options: ChannelHubOptions;
+  readonly #logger: Logger;
+  readonly #policies: ReadonlyMap<string, AccessPolicy>;
+  readonly #adapters: ReadonlyMap<string, ChannelAdapter>;
+  readonly #streaming: ReadonlySet<string>;
+  /** Messages being handled; `stop` waits for them (up to its deadline). */
+  readonly #inFlight = new Set<Promise<void>>();
   /** Per session key: resolves once the newest arrived message's turn is queued (or it was dropped). */
-  const arrivals = new Map<string, Promise<void>>();
+  readonly #arrivals = new Map<string, Promise<void>>();
   /** Aborts downloads still running when the hub stops. */
-  const stopping = new AbortController();
+  readonly #stopping = new AbortController();
+
+  constructor(options: ChannelHubOptions) {
+    this.#options = options;
+    this.#logger = options.logger ?? silentLogger;
+    this.#policies = new Map(options.channels.map((entry) => [entry.adapter.name, entry.policy]));
+    this.#adapters = new Map(options.channels.map((entry) => [entry.adapter.name, entry.adapter]));
+    this.#streaming = new Set(options.streamReplies ?? []);
+  }
+
+  /** Connects every adapter; one that fails to start is logged and reported by `statuses()`, not thrown. */
+  async start(): Promise<void> {
+    await Promise.all(
+      [...this.#adapters.values()].map(async (adapter) => {
+        try {
+          await adapter.start((message) => {
+            // Adapters must ack the platform at once: the turn runs detached from the callback.
+            const task = this.#process(adapter, message, this.#arrive(message.sessionKey)).catch(
+              (error: unknown) =>
+                this.#logger.error({ err: error, channel: adapter.name }, "channel message handling failed"),
+            );
+            this.#inFlight.add(task);
+            void task.finally(() => this.#inFlight.delete(task));
+          });
+          this.#logger.info({ channel: adapter.name }, "channel started");
+        } catch (error) {
+          this.#logger.error(
+            { err: error, channel: adapter.name },
+            "channel failed to start; see GET /api/channels",
+          );
+        }
+      }),
+    );
+  }
+
+  /** Every configured adapter's status, then the channels known but not configured (as `disabled`). */
+  statuses(): ChannelStatus[] {
+    return [
+      ...[...this.#adapters.values()].map((adapter) => adapter.status()),
+      ...this.#options.disabled.map(
+        (channel): ChannelStatus => ({ channel, state: "disabled", detail: "not configured" }),
+      ),
+    ];
+  }
+
+  /**
+   * Sends a message to a conversation nobody just wrote in (a scheduled task's reply, a question of the
+   * assistant's), by its session key. False when the conversation is not on a chat app configured here (the
+   * console's and the API's conversations get it through their transcript and the live events).
+   */
+  async deliver(message: OutboundMessage): Promise<boolean> {
+    const adapter = this.#adapters.get(channelOf(message.sessionKey));
+    if (adapter === undefined) return false;
+    await adapter.send(message);
+    return true;
+  }
+
+  /**
+   * Uploads a file to a conversation by its session key (the assistant's `send_file`), through the platform's
+   * upload API. The adapter's errors reach the caller: `AttachmentTooLargeError` for a file over the platform's
+   * limit.
+   */
+  async sendFile(file: OutboundFile): Promise<FileSendOutcome> {
+    const adapter = this.#adapters.get(channelOf(file.sessionKey));
+    if (adapter === undefined) return "no-channel";
+    if (!canSendFiles(adapter)) return "cannot-send-files";
+    await adapter.sendFile(file);
+    return "sent";
+  }
+
+  /**
+   * True when a send to this conversation that began at `since` may be repeated now with the same key without a
+   * duplicate (the platform deduplicates, and still does after that long).
+   */
+  canRepeatSend(sessionKey: string, since: number): boolean {
+    const adapter = this.#adapters.get(channelOf(sessionKey));
+    if (adapter === undefined) return true;
+    const window = adapter.idempotencyWindowMs ?? Number.POSITIVE_INFINITY;
+    return adapter.idempotentSends === true && Date.now() - since < window;
+  }
+
+  /** Stops the adapters after replies already being sent went out (up to the deadline). */
+  async stop(deadlineMs: number): Promise<void> {
+    this.#stopping.abort();
+    const deadline = new Promise<void>((resolve) => setTimeout(resolve, deadlineMs).unref());
+    await Promise.race([Promise.allSettled([...this.#inFlight]), deadline]);
+    await Promise.allSettled([...this.#adapters.values()].map((adapter) => adapter.stop()));
+  }
 
   /** Registers a message's arrival, synchronously in the adapter's callback, so arrival order is kept. */
-  function arrive(sessionKey: string): ArrivalOrder {
-    const previous = arrivals.get(sessionKey) ?? Promise.resolve();
+  #arrive(sessionKey: string): ArrivalOrder {
+    const previous = this.#arrivals.get(sessionKey) ?? Promise.resolve();
     let queued: () => void = () => {};
     const mine = new Promise<void>((resolve) => {
       queued = resolve;
     });
-    arrivals.set(sessionKey, mine);
+    this.#arrivals.set(sessionKey, mine);
     void mine.then(() => {
-      if (arrivals.get(sessionKey) === mine) arrivals.delete(sessionKey);
+      if (this.#arrivals.get(sessionKey) === mine) this.#arrivals.delete(sessionKey);
     });
     return { previous, queued };
   }
 
-  async function process(
-    adapter: ChannelAdapter,
-    message: InboundMessage,
-    order: ArrivalOrder,
-  ): Promise<void> {
+  async #process(adapter: ChannelAdapter, message: InboundMessage, order: ArrivalOrder): Promise<void> {
     try {
-      await handleMessage(adapter, message, order);
+      await this.#handleMessage(adapter, message, order);
     } finally {
       order.queued(); // dropped, refused or failed before its turn: the next message must not wait for it
     }
   }
 
-  async function handleMessage(
-    adapter: ChannelAdapter,
-    message: InboundMessage,
-    order: ArrivalOrder,
-  ): Promise<void> {
-    const log = logger.child({
+  async #handleMessage(adapter: ChannelAdapter, message: InboundMessage, order: ArrivalOrder): Promise<void> {
+    const log = this.#logger.child({
       channel: adapter.name,
       sessionKey: message.sessionKey,
       messageId: message.id,
     });
-    if (!(await options.dedup.firstSeen(`${adapter.name}:${message.account}:${message.id}`))) {
+    if (!(await this.#options.dedup.firstSeen(`${adapter.name}:${message.account}:${message.id}`))) {
       log.info({}, "dropped a redelivered event");
       return;
     }
-    const policy = policies.get(adapter.name);
+    const policy = this.#policies.get(adapter.name);
     const decision = policy
       ? checkAccess(policy, message)
       : { allowed: false as const, reason: "no access policy" };
@@ -171,12 +233,12 @@ export function createChannelHub(options: ChannelHubOptions): ChannelHub {
     try {
       // Downloads run here, outside the session's lane: a slow one holds up no other conversation, and the
       // conversation's own later messages wait below, so none overtakes it.
-      const received = await receive(adapter, message);
+      const received = await this.#receive(adapter, message);
       prefix = attachmentNoticeText(received);
       await order.previous;
       let shown = "";
-      const streams = streaming.has(adapter.name) && canStreamReplies(adapter);
-      const turn = options.sessions.handle({
+      const streams = this.#streaming.has(adapter.name) && canStreamReplies(adapter);
+      const turn = this.#options.sessions.handle({
         inbound: message,
         ...(received === undefined ? {} : { attachments: received }),
         ...(streams
@@ -228,74 +290,21 @@ export function createChannelHub(options: ChannelHubOptions): ChannelHub {
   }
 
   /** The message's images and attachments, taken before its turn; undefined when it has none (or no intake). */
-  async function receive(
+  async #receive(
     adapter: ChannelAdapter,
     message: InboundMessage,
   ): Promise<readonly ReceivedAttachment[] | undefined> {
-    const intake = options.attachments;
+    const intake = this.#options.attachments;
     if (intake === undefined) return undefined;
     if ((message.images ?? []).length === 0 && (message.attachments ?? []).length === 0) return undefined;
     const download: AttachmentDownload | undefined = canDownloadAttachments(adapter)
       ? (attachment, limits) => adapter.downloadAttachment(message, attachment, limits)
       : undefined;
-    return intake.receive(message, download, stopping.signal);
+    return intake.receive(message, download, this.#stopping.signal);
   }
+}
 
-  return {
-    async start() {
-      await Promise.all(
-        [...adapters.values()].map(async (adapter) => {
-          try {
-            await adapter.start((message) => {
-              // Adapters must ack the platform at once: the turn runs detached from the callback.
-              const task = process(adapter, message, arrive(message.sessionKey)).catch((error: unknown) =>
-                logger.error({ err: error, channel: adapter.name }, "channel message handling failed"),
-              );
-              inFlight.add(task);
-              void task.finally(() => inFlight.delete(task));
-            });
-            logger.info({ channel: adapter.name }, "channel started");
-          } catch (error) {
-            logger.error(
-              { err: error, channel: adapter.name },
-              "channel failed to start; see GET /api/channels",
-            );
-          }
-        }),
-      );
-    },
-    statuses() {
-      return [
-        ...[...adapters.values()].map((adapter) => adapter.status()),
-        ...options.disabled.map(
-          (channel): ChannelStatus => ({ channel, state: "disabled", detail: "not configured" }),
-        ),
-      ];
-    },
-    async deliver(message) {
-      const adapter = adapters.get(channelOf(message.sessionKey));
-      if (adapter === undefined) return false;
-      await adapter.send(message);
-      return true;
-    },
-    async sendFile(file) {
-      const adapter = adapters.get(channelOf(file.sessionKey));
-      if (adapter === undefined) return "no-channel";
-      if (!canSendFiles(adapter)) return "cannot-send-files";
-      await adapter.sendFile(file);
-      return "sent";
-    },
-    canRepeatSend(sessionKey, since) {
-      const adapter = adapters.get(channelOf(sessionKey));
-      if (adapter === undefined) return true;
-      const window = adapter.idempotencyWindowMs ?? Number.POSITIVE_INFINITY;
-      return adapter.idempotentSends === true && Date.now() - since < window;
-    },
-    async stop(deadlineMs) {
-      stopping.abort();
-      const deadline = new Promise<void>((resolve) => setTimeout(resolve, deadlineMs).unref());
-      await Promise.race([Promise.allSettled([...inFlight]), deadline]);
-      await Promise.allSettled([...adapters.values()].map((adapter) => adapter.stop()));
-    },
-  };
+/** Creates the hub; `start()` connects every adapter. */
+export function createChannelHub(options: ChannelHubOptions): ChannelHub {
+  return new ChannelHub(options);
 }
