@@ -1,13 +1,5 @@
 import type { BeforeModelCall, WorkingMemory } from "@almanac/agent";
-import {
-  describeError,
-  hasMark,
-  InternalError,
-  type Message,
-  type ToolSpec,
-  type Usage,
-} from "@almanac/core";
-import { compressOldMessages, cutGiantOutputs, indexToolCalls, type PassStats } from "./cheap-passes.js";
+import { describeError, type Message, type ToolSpec, type Usage } from "@almanac/core";
 import { type CompactionReason, commitCompaction } from "./commit-compaction.js";
 import {
   type CompactionEvent,
@@ -16,12 +8,11 @@ import {
   formatCompactionNotice,
 } from "./compaction-events.js";
 import { createCompactionStep } from "./compaction-hook.js";
+import { planCompaction, replacementsOf } from "./compaction-plan.js";
 import {
   type CompactorOptions,
-  commandKeepBudget,
   defaultMaxStrikes,
-  keepBudget,
-  passLimits,
+  type ResolvedCompactorOptions,
   resolveCompactorOptions,
 } from "./compactor-options.js";
 import {
@@ -33,8 +24,8 @@ import {
   tokenRatioCounter,
   updateTokenRatio,
 } from "./context-check.js";
-import { isCompactedIndex, splitForCompaction, splitParts } from "./split-turns.js";
-import { type SummaryOutcome, summarizeMessages } from "./summarize.js";
+import type { SummaryOutcome } from "./summarize.js";
+import { summarizeAndJournal } from "./summarize-and-journal.js";
 import type { ResolvedThreshold } from "./thresholds.js";
 
 /** Names of the counters the compactor keeps in `memory.counters` (persisted with the session). */
@@ -153,53 +144,67 @@ export function compactionStateOf(
 
 /** Creates a compactor; see docs/compaction.md. Throws `compaction.config_invalid` naming a bad option. */
 export function createCompactor(options: CompactorOptions): Compactor {
-  const resolved = resolveCompactorOptions(options);
-  const { clock, logger, threshold } = resolved;
-  const counter = options.tokenCounter;
-  const meter = createContextMeter(counter);
-  const promptLimit = Math.floor(threshold.usableWindow * 0.95);
-  // A summarizing compaction that shrank the prompt by this much made room, over the threshold or not: the
-  // turn can go on, so it is no strike. Strikes stop repeated summaries that do not help.
-  const roomMade = Math.max(1, Math.floor(threshold.threshold * 0.1));
-  // Keyed by the memory, which lives as long as the loaded session (and so does this compactor).
-  const states = new WeakMap<WorkingMemory, MemoryState>();
+  return new ContextCompactor(options);
+}
 
-  const stateOf = (memory: WorkingMemory): MemoryState => {
-    let state = states.get(memory);
-    if (state === undefined) {
-      state = { counted: undefined, usage: undefined, originals: new Map() };
-      states.set(memory, state);
-    }
-    return state;
-  };
-  const ratioOf = (memory: WorkingMemory): number => memory.counters[compactionCounters.tokenRatio] ?? 1;
-  const measure = (memory: WorkingMemory, input: PromptInput, messages = memory.activeMessages()): number =>
-    meter.measure(memory, input, messages).countedTokens;
-  const observe = (memory: WorkingMemory, usage: Usage | undefined): void => {
-    const state = stateOf(memory);
+/**
+ * The {@link Compactor} {@link createCompactor} makes. Named apart from the interface so the interface stays
+ * the public type: fakes and callers depend on the shape, not on this class's private state.
+ */
+class ContextCompactor implements Compactor {
+  readonly threshold: ResolvedThreshold;
+  readonly meter: ContextMeter;
+  readonly beforeModelCall: BeforeModelCall;
+  readonly #options: CompactorOptions;
+  readonly #resolved: ResolvedCompactorOptions;
+  /** Most prompt tokens a request may carry (see {@link ContextCheck.limit}). */
+  readonly #promptLimit: number;
+  /**
+   * A summarizing compaction that shrank the prompt by this much made room, over the threshold or not: the
+   * turn can go on, so it is no strike. Strikes stop repeated summaries that do not help.
+   */
+  readonly #roomMade: number;
+  /** Keyed by the memory, which lives as long as the loaded session (and so does this compactor). */
+  readonly #states = new WeakMap<WorkingMemory, MemoryState>();
+
+  constructor(options: CompactorOptions) {
+    this.#options = options;
+    this.#resolved = resolveCompactorOptions(options);
+    this.threshold = this.#resolved.threshold;
+    this.meter = createContextMeter(options.tokenCounter);
+    this.#promptLimit = Math.floor(this.threshold.usableWindow * 0.95);
+    this.#roomMade = Math.max(1, Math.floor(this.threshold.threshold * 0.1));
+    // Last: the step calls back into this compactor.
+    this.beforeModelCall = createCompactionStep(this, this.#resolved.logger);
+  }
+
+  measure(memory: WorkingMemory, input: PromptInput): PromptMeasure {
+    return this.meter.measure(memory, input);
+  }
+
+  state(memory: WorkingMemory): CompactionState {
+    return compactionStateOf(memory, this.#resolved.maxStrikes);
+  }
+
+  observe(memory: WorkingMemory, usage: Usage | undefined): void {
+    const state = this.#stateOf(memory);
     if (usage === undefined || usage === state.usage) return;
     state.usage = usage;
     const previous = memory.counters[compactionCounters.tokenRatio];
-    const learnt = updateTokenRatio(previous, usage, state.counted, resolved.ratioBounds);
+    const learnt = updateTokenRatio(previous, usage, state.counted, this.#resolved.ratioBounds);
     if (learnt !== previous && state.counted !== undefined)
       memory.setCounter(compactionCounters.tokenRatio, learnt);
-  };
-  const emit = (event: CompactionEvent): void => {
-    try {
-      options.onEvent?.(event);
-    } catch (error) {
-      logger.error({ event: event.type, error: describeError(error) }, "compaction event listener threw");
-    }
-  };
+  }
 
-  const check = (memory: WorkingMemory, input: CheckInput): ContextCheck => {
-    const state = stateOf(memory);
-    observe(memory, input.lastUsage);
+  check(memory: WorkingMemory, input: CheckInput): ContextCheck {
+    const state = this.#stateOf(memory);
+    this.observe(memory, input.lastUsage);
     const ratio = ratioOf(memory);
-    const countedTokens = measure(memory, input);
+    const countedTokens = this.#count(memory, input);
     state.counted = countedTokens;
     const promptTokens = correctTokens(countedTokens, ratio);
-    const due = promptTokens > threshold.threshold;
+    const threshold = this.threshold.threshold;
+    const due = promptTokens > threshold;
     let strikes = memory.counter(compactionCounters.strikes);
     if (!due && strikes > 0) {
       memory.setCounter(compactionCounters.strikes, 0);
@@ -209,251 +214,177 @@ export function createCompactor(options: CompactorOptions): Compactor {
       countedTokens,
       ratio,
       promptTokens,
-      threshold: threshold.threshold,
+      threshold,
       due,
-      limit: promptLimit,
-      overLimit: promptTokens > promptLimit,
+      limit: this.#promptLimit,
+      overLimit: promptTokens > this.#promptLimit,
       strikes,
-      suspended: due && strikes >= resolved.maxStrikes,
+      suspended: due && strikes >= this.#resolved.maxStrikes,
     };
-  };
+  }
 
-  const summarize = (
-    memory: WorkingMemory,
-    parts: ReturnType<typeof splitParts>,
-    calls: ReturnType<typeof indexToolCalls>,
-    input: CompactInput,
-    ratio: number,
-  ): Promise<SummaryOutcome> => {
-    const windows = [options.summaryModel, options.fallbackModel].map(
-      (model) => model?.contextWindow ?? options.contextWindow,
-    );
-    // 10% slack and a ratio of at least 1: a summary request that does not fit is a wasted call.
-    const room = (Math.min(...windows) - resolved.summaryMaxTokens) * 0.9;
-    return summarizeMessages(
-      {
-        previousSummary: memory.summary?.text,
-        messages: parts.toSummarize,
-        turnPrefix: parts.turnPrefix,
-        calls,
-        focus: input.focus,
-      },
-      {
-        counter,
-        summaryModel: options.summaryModel,
-        fallbackModel: options.fallbackModel,
-        maxOutputTokens: resolved.summaryMaxTokens,
-        inputBudget: Math.floor(room / Math.max(1, ratio)),
-        timeoutMs: options.summaryTimeoutMs,
-        renderMaxChars: 4_000,
-        logger,
-        signal: input.signal,
-      },
-    );
-  };
-
-  /**
-   * The messages as they were said: the original this compactor kept, else (a message shortened before it
-   * existed, e.g. before a restart) the one `options.originals` finds, else the message as memory holds it.
-   */
-  const originalsOf = async (
-    messages: readonly Message[],
-    kept: ReadonlyMap<string, Message>,
-  ): Promise<Message[]> => {
-    const missing = messages
-      .filter((message) => !kept.has(message.id) && hasMark(message, "compressed"))
-      .map((message) => message.id);
-    let found: ReadonlyMap<string, Message> = new Map();
-    if (missing.length > 0 && options.originals) {
-      try {
-        found = await options.originals(missing);
-      } catch (error) {
-        logger.warn(
-          { messages: missing.length, error: describeError(error) },
-          "could not look up the originals of shortened messages; journaling them shortened",
-        );
-      }
+  async compact(memory: WorkingMemory, input: CompactInput): Promise<CompactionResult> {
+    const { clock, logger } = this.#resolved;
+    const startedAt = clock();
+    const before = correctTokens(this.#count(memory, input), ratioOf(memory));
+    this.#emit({
+      type: "compaction-start",
+      reason: input.reason,
+      tokensBefore: before,
+      threshold: this.threshold.threshold,
+      at: startedAt,
+    });
+    try {
+      const result = await this.#run(memory, input, startedAt, before);
+      const fields = { ...result, passes: undefined };
+      if (result.outcome === "summarized") logger.info(fields, "context compacted");
+      else logger.debug(fields, "context checked by the cheap passes");
+      this.#emit({ type: "compaction-end", ...result });
+      return result;
+    } catch (error) {
+      this.#emit({
+        type: "compaction-end",
+        reason: input.reason,
+        outcome: "failed",
+        tokensBefore: before,
+        threshold: this.threshold.threshold,
+        durationMs: clock() - startedAt,
+        error: describeError(error),
+      });
+      throw error;
     }
-    return messages.map((message) => kept.get(message.id) ?? found.get(message.id) ?? message);
-  };
+  }
 
-  const run = async (memory: WorkingMemory, input: CompactInput, startedAt: number, before: number) => {
+  /** Plans, commits (cheap passes only, or a journaled summary), then counts the strikes. */
+  async #run(
+    memory: WorkingMemory,
+    input: CompactInput,
+    startedAt: number,
+    before: number,
+  ): Promise<CompactionResult> {
+    const { clock, maxStrikes, logger } = this.#resolved;
+    const threshold = this.threshold.threshold;
     const ratio = ratioOf(memory);
-    const rawThreshold = threshold.threshold / ratio;
-    const limits = passLimits(resolved, rawThreshold);
-    const active = memory.activeMessages();
-    const calls = indexToolCalls(memory.messages);
-    const context = { counter, calls, toolSummaries: resolved.toolSummaries };
-
-    // Giant outputs are cut first (even recent ones), so the split sees their real cost.
-    const giant = cutGiantOutputs(active, context, limits);
-    const tokens = giant.messages.map((message) => counter.countMessage(message));
-    const normalBudget = keepBudget(resolved, rawThreshold, input.reason === "overflow");
-    const budget =
-      input.reason === "command"
-        ? commandKeepBudget(
-            normalBudget,
-            tokens.reduce((sum, count) => sum + count, 0),
-          )
-        : normalBudget;
-    const split = splitForCompaction(giant.messages, tokens, budget);
-    const old = compressOldMessages(
-      giant.messages,
-      (index) => isCompactedIndex(split, index),
-      context,
-      limits,
-    );
-    const compressed = old.messages;
-    const passes: PassStats[] = [giant.stats, ...old.stats];
-    const parts = splitParts(compressed, split);
-    const leaving = [...parts.toSummarize, ...parts.turnPrefix];
-    const leavingIds = new Set(leaving.map((message) => message.id));
-    // Shortened versions of messages that stay in the prompt (all of them, when nothing leaves it).
-    const replacementsFor = (staying: (message: Message) => boolean): Map<string, Message> => {
-      const replacements = new Map<string, Message>();
-      for (const [index, message] of compressed.entries()) {
-        if (message !== active[index] && staying(message)) replacements.set(message.id, message);
-      }
-      return replacements;
-    };
-
-    const afterPasses = correctTokens(measure(memory, input, compressed), ratio);
-    const passesSuffice = input.reason === "auto" && afterPasses <= threshold.threshold;
+    const plan = planCompaction(memory, {
+      resolved: this.#resolved,
+      counter: this.#options.tokenCounter,
+      ratio,
+      reason: input.reason,
+    });
+    const afterPasses = correctTokens(this.#count(memory, input, plan.compressed), ratio);
+    const passesSuffice = input.reason === "auto" && afterPasses <= threshold;
     let outcome: CompactionOutcome = "unchanged";
     let summary: SummaryOutcome | undefined;
     let dropped = 0;
 
-    const { originals } = stateOf(memory);
+    const { originals } = this.#stateOf(memory);
     const remember = (replacements: ReadonlyMap<string, Message>): void => {
-      for (const message of active) {
+      for (const message of plan.active) {
         if (replacements.has(message.id) && !originals.has(message.id)) originals.set(message.id, message);
       }
     };
-    if (passesSuffice || leaving.length === 0) {
-      const replacements = replacementsFor(() => true);
+    if (passesSuffice || plan.leaving.length === 0) {
+      const replacements = replacementsOf(plan, () => true);
       if (replacements.size > 0) outcome = "compressed";
       commitCompaction(memory, { replacements, compacted: new Set(), retainCompacted: undefined });
       remember(replacements);
     } else {
-      summary = await summarize(memory, parts, calls, input, ratio);
-      const journaled = await originalsOf(
-        active.filter((message) => leavingIds.has(message.id)),
+      summary = await summarizeAndJournal(memory, plan, {
+        options: this.#options,
+        resolved: this.#resolved,
+        ratio,
+        reason: input.reason,
+        focus: input.focus,
+        signal: input.signal,
         originals,
-      );
-      try {
-        await options.journal?.({
-          reason: input.reason,
-          messages: journaled,
-          summary: summary.text,
-          createdAt: clock(),
-        });
-      } catch (error) {
-        throw new InternalError(
-          "compaction.journal_failed",
-          `The compaction journal failed, so nothing was compacted: ${describeError(error)}`,
-          { cause: error },
-        );
-      }
-      const replacements = replacementsFor((message) => !leavingIds.has(message.id));
+      });
+      const replacements = replacementsOf(plan, (message) => !plan.leavingIds.has(message.id));
       dropped = commitCompaction(memory, {
         replacements,
-        compacted: leavingIds,
+        compacted: plan.leavingIds,
         summary: {
           text: summary.text,
           updatedAt: clock(),
           compactions: (memory.summary?.compactions ?? 0) + 1,
         },
-        retainCompacted: options.journal === undefined ? undefined : resolved.retainCompacted,
+        retainCompacted: this.#options.journal === undefined ? undefined : this.#resolved.retainCompacted,
       });
       remember(replacements);
-      for (const id of leavingIds) originals.delete(id);
+      for (const id of plan.leavingIds) originals.delete(id);
       memory.setCounter(compactionCounters.count, memory.counter(compactionCounters.count) + 1);
       outcome = "summarized";
     }
 
-    const countedAfter = measure(memory, input);
-    stateOf(memory).counted = countedAfter;
+    const countedAfter = this.#count(memory, input);
+    this.#stateOf(memory).counted = countedAfter;
     const after = correctTokens(countedAfter, ratio);
     // A strike is a summary that did not help: still over the threshold and no room made (a summary that made
     // room breaks the row). A check with nothing to summarize, or only cheap passes, costs no model call and
     // leaves the count as it was.
     const previousStrikes = memory.counter(compactionCounters.strikes);
     const strikes =
-      input.reason === "command" || after <= threshold.threshold
+      input.reason === "command" || after <= threshold
         ? 0
         : outcome !== "summarized"
           ? previousStrikes
-          : before - after >= roomMade
+          : before - after >= this.#roomMade
             ? 0
             : previousStrikes + 1;
-    if (strikes >= resolved.maxStrikes && strikes > previousStrikes) {
+    if (strikes >= maxStrikes && strikes > previousStrikes) {
       logger.warn(
-        { strikes, tokens: after, threshold: threshold.threshold },
+        { strikes, tokens: after, threshold },
         "automatic compaction paused: repeated summaries left the prompt over the threshold; /compact resumes it",
       );
     }
     memory.setCounter(compactionCounters.strikes, strikes);
-    const result: CompactionResult = {
+    return {
       reason: input.reason,
       outcome,
       tokensBefore: before,
       tokensAfter: after,
-      threshold: threshold.threshold,
-      passes,
+      threshold,
+      passes: plan.passes,
       summarizer: summary?.path ?? "none",
       llmCalls: summary?.llmCalls ?? 0,
-      compactedMessages: outcome === "summarized" ? leaving.length : 0,
-      turnPrefixMessages: outcome === "summarized" ? parts.turnPrefix.length : 0,
+      compactedMessages: outcome === "summarized" ? plan.leaving.length : 0,
+      turnPrefixMessages: outcome === "summarized" ? plan.parts.turnPrefix.length : 0,
       droppedMessages: dropped,
       strikes,
       durationMs: clock() - startedAt,
-      ...(options.notifyUser === true && outcome === "summarized"
+      ...(this.#options.notifyUser === true && outcome === "summarized"
         ? { notice: formatCompactionNotice(before, after) }
         : {}),
     };
-    return result;
-  };
+  }
 
-  const compactor: Compactor = {
-    beforeModelCall: (context) => compactionStep(context),
-    threshold,
-    meter,
-    measure: (memory, input) => meter.measure(memory, input),
-    state: (memory) => compactionStateOf(memory, resolved.maxStrikes),
-    observe,
-    check,
-    async compact(memory, input) {
-      const startedAt = clock();
-      const before = correctTokens(measure(memory, input), ratioOf(memory));
-      emit({
-        type: "compaction-start",
-        reason: input.reason,
-        tokensBefore: before,
-        threshold: threshold.threshold,
-        at: startedAt,
-      });
-      try {
-        const result = await run(memory, input, startedAt, before);
-        const fields = { ...result, passes: undefined };
-        if (result.outcome === "summarized") logger.info(fields, "context compacted");
-        else logger.debug(fields, "context checked by the cheap passes");
-        emit({ type: "compaction-end", ...result });
-        return result;
-      } catch (error) {
-        emit({
-          type: "compaction-end",
-          reason: input.reason,
-          outcome: "failed",
-          tokensBefore: before,
-          threshold: threshold.threshold,
-          durationMs: clock() - startedAt,
-          error: describeError(error),
-        });
-        throw error;
-      }
-    },
-  };
-  // Made after the compactor it calls; only ever called once both exist.
-  const compactionStep = createCompactionStep(compactor, logger);
-  return compactor;
+  #stateOf(memory: WorkingMemory): MemoryState {
+    let state = this.#states.get(memory);
+    if (state === undefined) {
+      state = { counted: undefined, usage: undefined, originals: new Map() };
+      this.#states.set(memory, state);
+    }
+    return state;
+  }
+
+  /** Our tokenizer's count of the request built from `input` and `messages`. */
+  #count(memory: WorkingMemory, input: PromptInput, messages = memory.activeMessages()): number {
+    return this.meter.measure(memory, input, messages).countedTokens;
+  }
+
+  /** Listeners are the caller's code: one that throws is logged, never allowed to fail a compaction. */
+  #emit(event: CompactionEvent): void {
+    try {
+      this.#options.onEvent?.(event);
+    } catch (error) {
+      this.#resolved.logger.error(
+        { event: event.type, error: describeError(error) },
+        "compaction event listener threw",
+      );
+    }
+  }
+}
+
+/** The provider/our-count ratio learnt for this memory; 1 until a usage has been observed. */
+function ratioOf(memory: WorkingMemory): number {
+  return memory.counters[compactionCounters.tokenRatio] ?? 1;
 }
