@@ -14,10 +14,12 @@ import {
 import {
   defaultIsRetryable,
   executeSummaryJob,
+  type JobExecutionDeps,
   type JobExecutionResult,
   toJobError,
 } from "./summary-job-execution.js";
-import { createSummaryJournal } from "./summary-journal.js";
+import { createSummaryJournal, type SummaryJournal } from "./summary-journal.js";
+import { defaultBackoff, defaultSleep, settlesWithin } from "./summary-queue-timing.js";
 
 /** Options of {@link createSummaryQueue}. */
 export interface SummaryQueueOptions {
@@ -80,319 +82,317 @@ const inputSchema = z.object({
   createdAt: z.number().finite(),
 });
 
-function defaultBackoff(attempt: number): number {
-  return Math.min(300_000, 2_000 * 2 ** Math.max(0, attempt - 1));
-}
-
-function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
-}
-
-/** Resolves true when `promise` settles within `ms`, false otherwise (a real timer: shutdown is wall-clock). */
-function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  return Promise.race([
-    promise.then(
-      () => true,
-      () => true,
-    ),
-    timeout,
-  ]).finally(() => clearTimeout(timer));
-}
-
 /** Creates the queue. Call `start()` to run jobs; `enqueue` works (journals) before and after. */
 export function createSummaryQueue(options: SummaryQueueOptions): SummaryQueue {
-  const logger = (options.logger ?? silentLogger).child({ component: "summary-queue" });
-  const clock = options.clock ?? Date.now;
-  const maxAttempts = options.maxAttempts ?? 3;
-  const keepDone = options.keepDone ?? 100;
-  const backoff = options.backoff ?? defaultBackoff;
-  const sleep = options.sleep ?? defaultSleep;
-  const isRetryable = options.isRetryable ?? defaultIsRetryable;
-  const storageRetryMs = options.storageRetryMs ?? 5_000;
-  const { run } = options;
-  if (
-    !Number.isSafeInteger(maxAttempts) ||
-    maxAttempts < 1 ||
-    !Number.isSafeInteger(keepDone) ||
-    keepDone < 0
-  ) {
-    throw new UserError(
-      "config.invalid",
-      "createSummaryQueue: maxAttempts must be ≥ 1 and keepDone ≥ 0 (whole numbers).",
-    );
-  }
-  const journal = createSummaryJournal(options.stateDir, logger);
-  const infos = new Map<string, SummaryJobInfo>();
-  const stopController = new AbortController();
-  let nextSeq = 1;
-  let loading: Promise<void> | undefined;
-  let phase: "new" | "started" | "stopping" | "stopped" = "new";
-  let worker: Promise<void> | undefined;
-  let wakeUp: (() => void) | undefined;
-  let running: { readonly id: string; readonly controller: AbortController } | undefined;
-  let enqueueChain: Promise<unknown> = Promise.resolve();
-  let idleWaiters: Array<() => void> = [];
+  return new DurableSummaryQueue(options);
+}
 
-  const ready = () => {
-    loading ??= (async () => {
-      await journal.init();
-      for (const record of await journal.loadAll()) {
-        infos.set(record.id, toJobInfo(record));
-        nextSeq = Math.max(nextSeq, record.seq + 1);
+/** {@link SummaryQueue} over the on-disk journal: the jobs' state lives in the files, `#infos` mirrors it. */
+class DurableSummaryQueue implements SummaryQueue {
+  readonly #stateDir: string;
+  readonly #logger: Logger;
+  readonly #clock: () => number;
+  readonly #maxAttempts: number;
+  readonly #keepDone: number;
+  readonly #backoff: (attempt: number) => number;
+  readonly #sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  readonly #storageRetryMs: number;
+  readonly #journal: SummaryJournal;
+  /** What each run needs from the queue; `persist` is the queue's own, so the run updates `#infos`. */
+  readonly #execution: JobExecutionDeps;
+  readonly #infos = new Map<string, SummaryJobInfo>();
+  readonly #stopController = new AbortController();
+  #nextSeq = 1;
+  #loading: Promise<void> | undefined;
+  #phase: "new" | "started" | "stopping" | "stopped" = "new";
+  #worker: Promise<void> | undefined;
+  #wakeUp: (() => void) | undefined;
+  #running: { readonly id: string; readonly controller: AbortController } | undefined;
+  #enqueueChain: Promise<unknown> = Promise.resolve();
+  #idleWaiters: Array<() => void> = [];
+
+  constructor(options: SummaryQueueOptions) {
+    this.#logger = (options.logger ?? silentLogger).child({ component: "summary-queue" });
+    this.#clock = options.clock ?? Date.now;
+    this.#maxAttempts = options.maxAttempts ?? 3;
+    this.#keepDone = options.keepDone ?? 100;
+    this.#backoff = options.backoff ?? defaultBackoff;
+    this.#sleep = options.sleep ?? defaultSleep;
+    this.#storageRetryMs = options.storageRetryMs ?? 5_000;
+    this.#stateDir = options.stateDir;
+    if (
+      !Number.isSafeInteger(this.#maxAttempts) ||
+      this.#maxAttempts < 1 ||
+      !Number.isSafeInteger(this.#keepDone) ||
+      this.#keepDone < 0
+    ) {
+      throw new UserError(
+        "config.invalid",
+        "createSummaryQueue: maxAttempts must be ≥ 1 and keepDone ≥ 0 (whole numbers).",
+      );
+    }
+    this.#journal = createSummaryJournal(options.stateDir, this.#logger);
+    this.#execution = {
+      journal: this.#journal,
+      run: options.run,
+      persist: (record) => this.#persist(record),
+      clock: this.#clock,
+      logger: this.#logger,
+      maxAttempts: this.#maxAttempts,
+      backoff: this.#backoff,
+      isRetryable: options.isRetryable ?? defaultIsRetryable,
+    };
+  }
+
+  async enqueue(input: SummaryJobInput): Promise<SummaryJobInfo> {
+    const parsed = inputSchema.safeParse(input);
+    if (!parsed.success) {
+      throw new UserError("summarizer.invalid_job", `Summary job refused: ${parsed.error.message}`, {
+        cause: parsed.error,
+      });
+    }
+    await this.#ready();
+    const write = this.#enqueueChain.then(async () => {
+      const seq = this.#nextSeq;
+      this.#nextSeq += 1;
+      const now = this.#clock();
+      const record: JournalRecord = {
+        version: 1,
+        id: `${String(seq).padStart(12, "0")}-${randomBytes(4).toString("hex")}`,
+        seq,
+        sessionKey: parsed.data.sessionKey,
+        reason: parsed.data.reason,
+        state: "pending",
+        attempts: 0,
+        messageCount: parsed.data.messages.length,
+        createdAt: parsed.data.createdAt,
+        enqueuedAt: now,
+        updatedAt: now,
+        messages: parsed.data.messages,
+        ...(parsed.data.summary === undefined ? {} : { summary: parsed.data.summary }),
+      };
+      await this.#persist(record);
+      this.#logger.debug({ jobId: record.id, messages: record.messageCount }, "summary job journaled");
+      this.#wake();
+      return toJobInfo(record);
+    });
+    this.#enqueueChain = write.catch(() => {});
+    return write;
+  }
+
+  async start(): Promise<void> {
+    if (this.#phase !== "new") return;
+    this.#phase = "started";
+    await this.#ready();
+    for (const info of [...this.#infos.values()]) {
+      if (info.state === "running") await this.#interrupted(info);
+    }
+    if (this.#phase !== "started") return;
+    this.#worker = this.#loop();
+  }
+
+  async stop(options: { readonly deadlineMs?: number } = {}): Promise<void> {
+    const deadlineMs = options.deadlineMs ?? 15_000;
+    if (this.#phase === "stopped" || this.#phase === "stopping") return;
+    const wasStarted = this.#phase === "started";
+    this.#phase = "stopping";
+    this.#stopController.abort();
+    this.#wake();
+    const worker = this.#worker;
+    if (wasStarted && worker !== undefined && !(await settlesWithin(worker, deadlineMs))) {
+      const current = this.#running;
+      if (current !== undefined) {
+        this.#logger.warn(
+          { jobId: current.id, deadlineMs },
+          "summary job still running at the deadline; aborting it",
+        );
+        current.controller.abort(
+          new SummarizerError("summarizer.stopped", "The summary queue is shutting down."),
+        );
+      }
+      if (!(await settlesWithin(worker, 2_000))) {
+        this.#logger.error({}, "summary job ignored the abort; it stays journaled and runs again on start");
+      }
+    }
+    this.#phase = "stopped";
+  }
+
+  async retry(jobId: string): Promise<SummaryJobInfo> {
+    await this.#ready();
+    const info = this.#infos.get(jobId);
+    if (info === undefined) throw new UserError("summarizer.job_not_found", `No summary job "${jobId}".`);
+    if (info.state !== "parked") {
+      throw new UserError(
+        "summarizer.job_not_parked",
+        `Summary job "${jobId}" is ${info.state}; only parked jobs can be retried.`,
+      );
+    }
+    const record = await this.#journal.read(jobId);
+    const next: JournalRecord = {
+      ...record,
+      state: "pending",
+      attempts: 0,
+      nextAttemptAt: undefined,
+      updatedAt: this.#clock(),
+    };
+    await this.#persist(next);
+    this.#logger.info({ jobId }, "parked summary job queued again");
+    this.#wake();
+    return toJobInfo(next);
+  }
+
+  async list(): Promise<SummaryJobInfo[]> {
+    await this.#ready();
+    return [...this.#infos.values()].sort((a, b) => a.seq - b.seq);
+  }
+
+  async stats(): Promise<SummaryQueueStats> {
+    await this.#ready();
+    const counts = { pending: 0, running: 0, parked: 0, done: 0 };
+    for (const info of this.#infos.values()) counts[info.state] += 1;
+    return counts;
+  }
+
+  async idle(): Promise<void> {
+    await this.#ready();
+    if (this.#isIdle()) return;
+    await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  /** Loads the journal once; every public method waits for it. */
+  #ready(): Promise<void> {
+    this.#loading ??= (async () => {
+      await this.#journal.init();
+      for (const record of await this.#journal.loadAll()) {
+        this.#infos.set(record.id, toJobInfo(record));
+        this.#nextSeq = Math.max(this.#nextSeq, record.seq + 1);
       }
     })();
-    return loading;
-  };
+    return this.#loading;
+  }
 
-  const isIdle = () =>
-    ![...infos.values()].some((info) => info.state === "pending" || info.state === "running");
+  #isIdle(): boolean {
+    return ![...this.#infos.values()].some((info) => info.state === "pending" || info.state === "running");
+  }
 
-  const checkIdle = () => {
-    if (!isIdle()) return;
-    const waiters = idleWaiters;
-    idleWaiters = [];
+  #checkIdle(): void {
+    if (!this.#isIdle()) return;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
     for (const resolve of waiters) resolve();
-  };
+  }
 
-  const wake = () => {
-    const resolve = wakeUp;
-    wakeUp = undefined;
+  #wake(): void {
+    const resolve = this.#wakeUp;
+    this.#wakeUp = undefined;
     resolve?.();
-  };
+  }
 
-  const persist = async (record: JournalRecord) => {
-    await journal.write(record);
-    infos.set(record.id, toJobInfo(record));
-    checkIdle();
-  };
+  async #persist(record: JournalRecord): Promise<void> {
+    await this.#journal.write(record);
+    this.#infos.set(record.id, toJobInfo(record));
+    this.#checkIdle();
+  }
 
-  const pruneDone = async () => {
-    const done = [...infos.values()].filter((info) => info.state === "done").sort((a, b) => a.seq - b.seq);
-    for (const info of done.slice(0, Math.max(0, done.length - keepDone))) {
-      infos.delete(info.id);
-      await journal.remove(info.id);
+  async #pruneDone(): Promise<void> {
+    const done = [...this.#infos.values()]
+      .filter((info) => info.state === "done")
+      .sort((a, b) => a.seq - b.seq);
+    for (const info of done.slice(0, Math.max(0, done.length - this.#keepDone))) {
+      this.#infos.delete(info.id);
+      await this.#journal.remove(info.id);
     }
-  };
+  }
 
-  const runJob = async (info: SummaryJobInfo) => {
+  async #runJob(info: SummaryJobInfo): Promise<void> {
     let record: JournalRecord;
     try {
-      record = await journal.read(info.id);
+      record = await this.#journal.read(info.id);
     } catch (error) {
-      logger.error({ jobId: info.id, error: describeError(error) }, "job journal unreadable; job parked");
-      const lastError = toJobError(error, false, clock());
-      infos.set(info.id, { ...info, state: "parked", lastError, updatedAt: clock() });
+      this.#logger.error(
+        { jobId: info.id, error: describeError(error) },
+        "job journal unreadable; job parked",
+      );
+      const lastError = toJobError(error, false, this.#clock());
+      this.#infos.set(info.id, { ...info, state: "parked", lastError, updatedAt: this.#clock() });
       return;
     }
     const controller = new AbortController();
-    running = { id: info.id, controller };
+    this.#running = { id: info.id, controller };
     let result: JobExecutionResult;
     try {
-      result = await executeSummaryJob(
-        { journal, run, persist, clock, logger, maxAttempts, backoff, isRetryable },
-        record,
-        controller.signal,
-      );
+      result = await executeSummaryJob(this.#execution, record, controller.signal);
     } catch (error) {
       if (storageErrnoOf(error) === undefined) throw error;
       // The journal could not be written either: the file still says what it said before this run, and so
       // must the queue (not "running", which nothing would ever pick up again).
-      infos.set(info.id, { ...toJobInfo(record), updatedAt: clock() });
-      logger.warn(
+      this.#infos.set(info.id, { ...toJobInfo(record), updatedAt: this.#clock() });
+      this.#logger.warn(
         { jobId: info.id, error: describeError(error) },
         "summary journal cannot be written: disk full",
       );
       result = { kind: "storage-full" };
     } finally {
-      running = undefined;
+      this.#running = undefined;
     }
-    if (result.kind === "storage-full") await waitUntilWritable();
-    if (result.kind === "done") await pruneDone();
+    if (result.kind === "storage-full") await this.#waitUntilWritable();
+    if (result.kind === "done") await this.#pruneDone();
     // Head of line: later jobs wait, so entries reach each daily log in order.
-    if (result.kind === "retry") await sleep(result.delayMs, stopController.signal);
-  };
+    if (result.kind === "retry") await this.#sleep(result.delayMs, this.#stopController.signal);
+  }
 
   /** Sleeps until a small durable write to the state directory works again (or the queue stops). */
-  const waitUntilWritable = async () => {
-    while (phase === "started") {
-      await sleep(storageRetryMs, stopController.signal);
-      if (phase !== "started") return;
+  async #waitUntilWritable(): Promise<void> {
+    while (this.#phase === "started") {
+      await this.#sleep(this.#storageRetryMs, this.#stopController.signal);
+      if (this.#phase !== "started") return;
       try {
-        if (await probeWritable(options.stateDir)) return;
+        if (await probeWritable(this.#stateDir)) return;
       } catch (error) {
-        logger.error(
+        this.#logger.error(
           { error: describeError(error) },
           "cannot probe the state directory; trying the job again",
         );
         return;
       }
     }
-  };
+  }
 
-  const loop = async () => {
-    while (phase === "started") {
-      const next = [...infos.values()]
+  async #loop(): Promise<void> {
+    while (this.#phase === "started") {
+      const next = [...this.#infos.values()]
         .filter((info) => info.state === "pending")
         .sort((a, b) => a.seq - b.seq)[0];
       if (next === undefined) {
-        checkIdle();
+        this.#checkIdle();
         await new Promise<void>((resolve) => {
-          wakeUp = resolve;
+          this.#wakeUp = resolve;
         });
         continue;
       }
       try {
-        await runJob(next);
+        await this.#runJob(next);
       } catch (error) {
         // The journal itself failed (disk full, permissions): keep the job, wait, try again.
-        logger.error(
+        this.#logger.error(
           { jobId: next.id, error: describeError(error) },
           "summary queue could not update its journal",
         );
-        await sleep(backoff(1), stopController.signal);
+        await this.#sleep(this.#backoff(1), this.#stopController.signal);
       }
     }
-  };
+  }
 
-  const interrupted = async (info: SummaryJobInfo) => {
-    const record = await journal.read(info.id);
+  async #interrupted(info: SummaryJobInfo): Promise<void> {
+    const record = await this.#journal.read(info.id);
     const lastError: JobError = {
       code: "summarizer.interrupted",
-      message: `The server stopped while this job was running (run ${record.attempts} of ${maxAttempts}).`,
+      message: `The server stopped while this job was running (run ${record.attempts} of ${this.#maxAttempts}).`,
       retryable: true,
-      at: clock(),
+      at: this.#clock(),
     };
-    const state = record.attempts >= maxAttempts ? "parked" : "pending";
-    await persist({ ...record, state, lastError, updatedAt: clock() });
-    logger.warn({ jobId: info.id, state }, "summary job was interrupted by a stop or crash");
-  };
-
-  return {
-    async enqueue(input) {
-      const parsed = inputSchema.safeParse(input);
-      if (!parsed.success) {
-        throw new UserError("summarizer.invalid_job", `Summary job refused: ${parsed.error.message}`, {
-          cause: parsed.error,
-        });
-      }
-      await ready();
-      const write = enqueueChain.then(async () => {
-        const seq = nextSeq;
-        nextSeq += 1;
-        const now = clock();
-        const record: JournalRecord = {
-          version: 1,
-          id: `${String(seq).padStart(12, "0")}-${randomBytes(4).toString("hex")}`,
-          seq,
-          sessionKey: parsed.data.sessionKey,
-          reason: parsed.data.reason,
-          state: "pending",
-          attempts: 0,
-          messageCount: parsed.data.messages.length,
-          createdAt: parsed.data.createdAt,
-          enqueuedAt: now,
-          updatedAt: now,
-          messages: parsed.data.messages,
-          ...(parsed.data.summary === undefined ? {} : { summary: parsed.data.summary }),
-        };
-        await persist(record);
-        logger.debug({ jobId: record.id, messages: record.messageCount }, "summary job journaled");
-        wake();
-        return toJobInfo(record);
-      });
-      enqueueChain = write.catch(() => {});
-      return write;
-    },
-
-    async start() {
-      if (phase !== "new") return;
-      phase = "started";
-      await ready();
-      for (const info of [...infos.values()]) {
-        if (info.state === "running") await interrupted(info);
-      }
-      if (phase !== "started") return;
-      worker = loop();
-    },
-
-    async stop(stopOptions = {}) {
-      const deadlineMs = stopOptions.deadlineMs ?? 15_000;
-      if (phase === "stopped" || phase === "stopping") return;
-      const wasStarted = phase === "started";
-      phase = "stopping";
-      stopController.abort();
-      wake();
-      if (wasStarted && worker !== undefined && !(await settlesWithin(worker, deadlineMs))) {
-        const current = running;
-        if (current !== undefined) {
-          logger.warn(
-            { jobId: current.id, deadlineMs },
-            "summary job still running at the deadline; aborting it",
-          );
-          current.controller.abort(
-            new SummarizerError("summarizer.stopped", "The summary queue is shutting down."),
-          );
-        }
-        if (!(await settlesWithin(worker, 2_000))) {
-          logger.error({}, "summary job ignored the abort; it stays journaled and runs again on start");
-        }
-      }
-      phase = "stopped";
-    },
-
-    async retry(jobId) {
-      await ready();
-      const info = infos.get(jobId);
-      if (info === undefined) throw new UserError("summarizer.job_not_found", `No summary job "${jobId}".`);
-      if (info.state !== "parked") {
-        throw new UserError(
-          "summarizer.job_not_parked",
-          `Summary job "${jobId}" is ${info.state}; only parked jobs can be retried.`,
-        );
-      }
-      const record = await journal.read(jobId);
-      const next: JournalRecord = {
-        ...record,
-        state: "pending",
-        attempts: 0,
-        nextAttemptAt: undefined,
-        updatedAt: clock(),
-      };
-      await persist(next);
-      logger.info({ jobId }, "parked summary job queued again");
-      wake();
-      return toJobInfo(next);
-    },
-
-    async list() {
-      await ready();
-      return [...infos.values()].sort((a, b) => a.seq - b.seq);
-    },
-
-    async stats() {
-      await ready();
-      const counts = { pending: 0, running: 0, parked: 0, done: 0 };
-      for (const info of infos.values()) counts[info.state] += 1;
-      return counts;
-    },
-
-    async idle() {
-      await ready();
-      if (isIdle()) return;
-      await new Promise<void>((resolve) => idleWaiters.push(resolve));
-    },
-  };
+    const state = record.attempts >= this.#maxAttempts ? "parked" : "pending";
+    await this.#persist({ ...record, state, lastError, updatedAt: this.#clock() });
+    this.#logger.warn({ jobId: info.id, state }, "summary job was interrupted by a stop or crash");
+  }
 }
