@@ -32,12 +32,29 @@ function lastToolResult(request: RecordedChatRequest): string {
 
 const count = (text: string, needle: string) => text.split(needle).length - 1;
 
-/** A store whose writes of `blocked` never finish: the process "dies" there. */
-function dyingAt(store: MemoryFileStore, blocked: string): MemoryFileStore {
+/**
+ * A store whose writes of `blocked` never finish: the process "dies" there. `reached` settles when the write is
+ * attempted, so a test edits the file only once the dying run can no longer look at it (waiting for the journal
+ * alone raced: the run could still see the edit, merge again and take the next model answers).
+ */
+function dyingAt(
+  store: MemoryFileStore,
+  blocked: string,
+): { store: MemoryFileStore; reached: Promise<void> } {
+  let reach = () => {};
+  const reached = new Promise<void>((resolve) => {
+    reach = resolve;
+  });
   return {
-    ...store,
-    write: (relative, content, options) =>
-      relative === blocked ? new Promise(() => {}) : store.write(relative, content, options),
+    store: {
+      ...store,
+      write: (relative, content, options) => {
+        if (relative !== blocked) return store.write(relative, content, options);
+        reach();
+        return new Promise(() => {});
+      },
+    },
+    reached,
   };
 }
 
@@ -82,13 +99,12 @@ describe("Consolidator commits", () => {
 
   it("finishes a commit journaled before a crash exactly once on restart, without asking the model again", async () => {
     fixture.llm.enqueue(read(), moveToLyon(), script.text("Updated."));
-    const dying = fixture.consolidator({
-      clock: new ManualClock(NIGHT),
-      store: dyingAt(fixture.store, "MEMORY.md"),
-    });
+    const blocked = dyingAt(fixture.store, "MEMORY.md");
+    const dying = fixture.consolidator({ clock: new ManualClock(NIGHT), store: blocked.store });
     await dying.start();
     await dying.request("request");
-    await until(async () => (await fixture.journal()).runs[0]?.commit !== undefined, "the journaled commit");
+    await blocked.reached;
+    expect((await fixture.journal()).runs[0]?.commit).toBeDefined();
     expect(await fixture.read("MEMORY.md")).toContain(PARIS);
     const requestsBefore = fixture.llm.chatRequests().length;
 
@@ -115,13 +131,12 @@ describe("Consolidator commits", () => {
 
   it("after a crash between the file and the log entry, writes neither twice", async () => {
     fixture.llm.enqueue(read(), moveToLyon(), script.text("Updated."));
-    const dying = fixture.consolidator({
-      clock: new ManualClock(NIGHT),
-      store: dyingAt(fixture.store, "memory/2026-12-01.md"),
-    });
+    const blocked = dyingAt(fixture.store, "memory/2026-12-01.md");
+    const dying = fixture.consolidator({ clock: new ManualClock(NIGHT), store: blocked.store });
     await dying.start();
     await dying.request("request");
-    await until(async () => (await fixture.read("MEMORY.md")).includes(LYON), "MEMORY.md to be written");
+    await blocked.reached;
+    expect(await fixture.read("MEMORY.md")).toContain(LYON);
 
     const restarted = fixture.consolidator({ clock: new ManualClock(NIGHT + 60_000) });
     await restarted.start();
@@ -153,13 +168,12 @@ describe("Consolidator commits", () => {
 
   it("a journaled commit whose file a person edited since is merged again on their version", async () => {
     fixture.llm.enqueue(read(), moveToLyon(), script.text("Updated."));
-    const dying = fixture.consolidator({
-      clock: new ManualClock(NIGHT),
-      store: dyingAt(fixture.store, "MEMORY.md"),
-    });
+    const blocked = dyingAt(fixture.store, "MEMORY.md");
+    const dying = fixture.consolidator({ clock: new ManualClock(NIGHT), store: blocked.store });
     await dying.start();
     await dying.request("request");
-    await until(async () => (await fixture.journal()).runs[0]?.commit !== undefined, "the journaled commit");
+    await blocked.reached;
+    expect((await fixture.journal()).runs[0]?.commit).toBeDefined();
     // While the server is down, the owner edits MEMORY.md.
     await fixture.write("MEMORY.md", `# Memory\n\n## About me\n${PARIS}\n- Works at the library\n`);
 
