@@ -139,3 +139,26 @@ describe("files in the console chat", () => {
     expect(lines[0]?.at).toBe(1);
   });
 });
+
+describe("a turn the schedule started", () => {
+  it("shows the task's heading as a note, not as the person's message", () => {
+    const lines = chatLinesOf([
+      {
+        role: "user",
+        timestamp: 5,
+        marks: ["scheduled"],
+        content: [
+          {
+            type: "text",
+            text: '[Scheduled task T7K2M "Stretch", due Sun 6 Dec 09:00]\nRemind them to stretch.\n\n(This message is from the schedule, not from the person.)',
+          },
+        ],
+      },
+      { role: "assistant", timestamp: 6, marks: [], content: [{ type: "text", text: "Time to stretch!" }] },
+    ]);
+    expect(lines).toEqual([
+      { role: "user", scheduled: true, text: 'Scheduled task T7K2M "Stretch", due Sun 6 Dec 09:00', at: 5 },
+      { role: "assistant", text: "Time to stretch!", at: 6 },
+    ]);
+  });
+});

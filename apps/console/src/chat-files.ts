@@ -120,6 +120,20 @@ export interface ChatLine {
   readonly stopped?: boolean;
   /** Files sent with the message, or by the assistant during its reply. */
   readonly files?: readonly ChatFile[];
+  /**
+   * Said by the schedule (a task or the heartbeat), not by the person: `text` is then the task's heading and the
+   * page shows it as a note, not as the person's bubble.
+   */
+  readonly scheduled?: boolean;
+}
+
+/** The server's mark on the user message of a turn the schedule started. */
+const SCHEDULED_MARK = "scheduled";
+
+/** `Scheduled task T7K2M "Stretch", due …` from the first line of a scheduled turn's `[…]` heading. */
+function scheduledHeading(text: string): string {
+  const first = text.split("\n", 1)[0] ?? "";
+  return first.replace(/^\[(.*)\]$/, "$1");
 }
 
 /** A user message's text without its attachment note, and the files it names (the note's and image parts). */
@@ -181,6 +195,17 @@ export function chatLinesOf(messages: readonly unknown[]): ChatLine[] {
     const role = str(record.role);
     if (role === "user") {
       endTurn();
+      if (asArray(record.marks).includes(SCHEDULED_MARK)) {
+        const shown = readMessage(record);
+        lines.push({
+          role: "user",
+          scheduled: true,
+          text: scheduledHeading(shown.text),
+          ...(shown.at === undefined ? {} : { at: shown.at }),
+        });
+        turnStart = lines.length;
+        continue;
+      }
       const line = userLine(record);
       if (line.text !== "" || line.files !== undefined) lines.push(line);
       turnStart = lines.length;

@@ -66,6 +66,12 @@ describe("reminders through the real server", () => {
     expect(task).toMatchObject({ state: "done", sessionKey: `discord:default:dm:${discord.world.user.id}` });
     const detail = (await (await server.api(`/api/tasks/${task?.id}`)).json()) as { firings: Firing[] };
     expect(detail.firings).toMatchObject([{ state: "delivered", late: false, reply: "Time to stretch!" }]);
+    // The schedule's message is marked as such: the person asked once, the schedule spoke once.
+    const session = (await (
+      await server.api(`/api/sessions/${encodeURIComponent(`discord:default:dm:${discord.world.user.id}`)}`)
+    ).json()) as { messages: Array<{ role: string; marks: string[] }> };
+    const users = session.messages.filter((message) => message.role === "user");
+    expect(users.map((message) => message.marks.includes("scheduled"))).toEqual([false, true]);
     expect(server.llm.rejections()).toEqual([]);
   }, 30_000);
 

@@ -25,6 +25,11 @@ export function MessageTime(props: { at: number | undefined }) {
  */
 export function ChatBubble(props: { line: ChatLine }) {
   const { line } = props;
+  if (line.scheduled === true)
+    return html`<div class="bubble scheduled" data-role="scheduled">
+      <div class="bubble-text">⏰ ${line.text}</div>
+      <div class="bubble-meta"><${MessageTime} at=${line.at} /></div>
+    </div>`;
   const files = line.files ?? [];
   const text =
     line.role === "assistant" && line.text !== ""

@@ -61,6 +61,7 @@ export const tasksPlugin = fp(
           const runIn = task.kind === "heartbeat" ? { ...firing, sessionKey: HEARTBEAT_SESSION } : firing;
           const result = await app.sessions.handle({
             inbound: taskInbound(runIn, text, now),
+            scheduled: true,
             // An approval the turn needs is asked where the task speaks.
             notify: async (note, buttons) => {
               await app.channels.deliver({

@@ -64,6 +64,11 @@ export interface TurnRequest {
    * downloadable): the user message is built from these instead of the inbound's own references.
    */
   readonly attachments?: readonly ReceivedAttachment[];
+  /**
+   * The schedule started this turn (a task or the heartbeat), not a person: its user message carries the
+   * `scheduled` mark, so the history, the console and the admin API can tell the two apart.
+   */
+  readonly scheduled?: boolean;
   readonly stream?: boolean;
   readonly onTextDelta?: (text: string) => void;
   /**

@@ -94,6 +94,9 @@ export function receivedNote(received: readonly (SavedAttachment | RefusedAttach
   ].join("\n");
 }
 
+/** The mark on the user message of a turn the schedule started (a task or the heartbeat), not a person. */
+export const SCHEDULED_MARK = "scheduled";
+
 /**
  * The user message a turn starts with: the text, then (for attachments taken before the turn, `received`) a voice
  * message's transcript, a note naming each file's saved path or why it was not saved, and the images the model is

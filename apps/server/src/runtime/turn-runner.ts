@@ -23,11 +23,12 @@ import {
   type TokenCounter,
   type ToolSpec,
   type Usage,
+  withMark,
 } from "@almanac/core";
 import type { MemoryScope } from "@almanac/memory-files";
 import type { Conversation } from "./conversation.js";
 import type { TurnRequest, TurnResult } from "./session-types.js";
-import { userMessageOf } from "./turn-input.js";
+import { SCHEDULED_MARK, userMessageOf } from "./turn-input.js";
 
 /** The tools a turn may use, by memory scope: every source (memory, workspace files, MCP, …) behind one question. */
 export interface ToolSource {
@@ -226,7 +227,8 @@ export class TurnRunner {
     if (compactor === undefined)
       throw new InternalError("session.no_model", `Session ${key} cannot run a turn without a model.`);
     const deps = this.#deps;
-    conversation.addUserMessage(userMessageOf(request.inbound, request.attachments));
+    const said = userMessageOf(request.inbound, request.attachments);
+    conversation.addUserMessage(request.scheduled === true ? withMark(said, SCHEDULED_MARK) : said);
     // Open the turn before any model time is spent: the user's words survive a crash of the process from here
     // on, and a power loss once fsynced (shortly after, or with the turn's end; see `AppendDurability`). Messages
     // an earlier full disk kept out of the transcript go first; if this fails too, the input joins them (kept in
