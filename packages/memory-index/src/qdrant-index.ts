@@ -2,9 +2,9 @@ import { type Logger, silentLogger, UserError } from "@almanac/core";
 import { matchesPathFilter } from "@almanac/memory-files";
 import { QdrantClient } from "@qdrant/js-client-rest";
 import { z } from "zod";
+import { setUpCollection } from "./qdrant-collection.js";
 import { toQdrantError } from "./qdrant-errors.js";
 import {
-  collectionSchema,
   DENSE,
   denseOf,
   firstChunk,
@@ -20,7 +20,19 @@ import {
   UPSERT_BATCH,
 } from "./qdrant-payload.js";
 import { querySparseVector } from "./sparse-vector.js";
-import type { BackendHit, MemoryIndexBackend, StoredChunk, TermStatistics } from "./types.js";
+import type {
+  BackendHit,
+  BackendQuery,
+  BackendStats,
+  ChunkEmbeddings,
+  ChunkVector,
+  FileUpsert,
+  IndexChunk,
+  IndexedFile,
+  MemoryIndexBackend,
+  StoredChunk,
+  TermStatistics,
+} from "./types.js";
 import { cosineSimilarity } from "./vector-math.js";
 
 /** Options of {@link createQdrantIndex}. */
@@ -45,92 +57,306 @@ export interface QdrantIndexOptions {
  * File state rides on each file's first chunk. Qdrant down → `ProviderError` `index.unavailable`.
  */
 export function createQdrantIndex(options: QdrantIndexOptions): MemoryIndexBackend {
-  const { collection, dimensions } = options;
-  const logger = (options.logger ?? silentLogger).child({
-    component: "memory-index",
-    backend: "qdrant",
-    collection,
-  });
-  const averageTerms = options.averageTerms ?? 300;
-  const client = new QdrantClient({
-    url: options.url,
-    ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
-    timeout: options.timeoutMs ?? 10_000,
-    checkCompatibility: false,
-  });
-  let ready: Promise<void> | undefined;
+  return new QdrantMemoryIndex(options);
+}
 
-  const call = async <T>(operation: string, work: () => Promise<T>): Promise<T> => {
+/** A point as {@link QdrantMemoryIndex} reads it back from a scroll. */
+interface ScrolledPoint {
+  readonly id: string | number;
+  readonly payload: unknown;
+  readonly vector: unknown;
+}
+
+/**
+ * The {@link MemoryIndexBackend} {@link createQdrantIndex} makes. Named apart from the interface so the
+ * interface stays the public type: callers depend on the shape, not on this class's client or set-up state.
+ */
+class QdrantMemoryIndex implements MemoryIndexBackend {
+  readonly kind = "qdrant";
+  readonly #url: string;
+  readonly #collection: string;
+  readonly #dimensions: number;
+  readonly #logger: Logger;
+  readonly #averageTerms: number;
+  readonly #client: QdrantClient;
+  /** The collection set-up under way or done; cleared when it fails, so the next call retries. */
+  #ready: Promise<void> | undefined;
+
+  constructor(options: QdrantIndexOptions) {
+    this.#url = options.url;
+    this.#collection = options.collection;
+    this.#dimensions = options.dimensions;
+    this.#logger = (options.logger ?? silentLogger).child({
+      component: "memory-index",
+      backend: "qdrant",
+      collection: options.collection,
+    });
+    this.#averageTerms = options.averageTerms ?? 300;
+    this.#client = new QdrantClient({
+      url: options.url,
+      ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+      timeout: options.timeoutMs ?? 10_000,
+      checkCompatibility: false,
+    });
+  }
+
+  async upsertFile(
+    file: IndexedFile,
+    chunks: readonly IndexChunk[],
+    embeddings?: ChunkEmbeddings,
+  ): Promise<void> {
+    await this.#ensureReady();
+    const collection = this.#collection;
+    const dimensions = this.#dimensions;
+    for (const vector of embeddings?.vectors ?? []) {
+      if (vector !== undefined && vector.length !== dimensions) {
+        throw new UserError(
+          "index.dimensions_mismatch",
+          `Qdrant collection "${collection}" takes ${dimensions}-dimensional vectors; got ${vector.length}.`,
+        );
+      }
+    }
+    const points = chunks.map((chunk, index) =>
+      toPoint(file, chunk, index, embeddings?.vectors[index], embeddings?.model, this.#averageTerms),
+    );
+    await this.#call("upsert", async () => {
+      // New points first, then the file's other points: readers never see the file missing.
+      for (let start = 0; start < points.length; start += UPSERT_BATCH) {
+        await this.#client.upsert(collection, {
+          wait: true,
+          points: points.slice(start, start + UPSERT_BATCH),
+        });
+      }
+      await this.#client.delete(collection, {
+        wait: true,
+        filter: { must: [pathIs(file.path)], must_not: [{ has_id: points.map((point) => point.id) }] },
+      });
+    });
+  }
+
+  async upsertFiles(files: readonly FileUpsert[]): Promise<void> {
+    // One file at a time: Qdrant has no transaction across files, and each file's upsert keeps it whole.
+    for (const { file, chunks, embeddings } of files) await this.upsertFile(file, chunks, embeddings);
+  }
+
+  async deleteFile(path: string): Promise<void> {
+    await this.#ensureReady();
+    await this.#call("delete", () =>
+      this.#client.delete(this.#collection, { wait: true, filter: { must: [pathIs(path)] } }),
+    );
+  }
+
+  async fileState(path: string): Promise<IndexedFile | undefined> {
+    await this.#ensureReady();
+    const page = await this.#call("file state", () =>
+      this.#client.scroll(this.#collection, {
+        filter: { must: [pathIs(path), firstChunk] },
+        limit: 1,
+        with_payload: true,
+      }),
+    );
+    const point = page.points[0];
+    return point === undefined ? undefined : toFile(point.payload);
+  }
+
+  async listFiles(): Promise<readonly IndexedFile[]> {
+    await this.#ensureReady();
+    const points = await this.#call("list files", () => this.#scrollAll({ must: [firstChunk] }, false));
+    return points.map((point) => toFile(point.payload)).sort((a, b) => a.path.localeCompare(b.path));
+  }
+
+  async search(query: BackendQuery): Promise<BackendHit[]> {
+    await this.#ensureReady();
+    const collection = this.#collection;
+    const sparse = querySparseVector(query.terms);
+    const vector = query.vector;
+    if (vector !== undefined && vector.length !== this.#dimensions) {
+      throw new UserError(
+        "index.dimensions_mismatch",
+        `Query vector has ${vector.length} dimensions; the collection ${this.#dimensions}.`,
+      );
+    }
+    const filter = query.paths === undefined ? {} : { filter: scopeFilter(query.paths) };
+    // Points are filtered by scope in Qdrant (before the limit) and checked again here.
+    const inScope = (chunk: StoredChunk) =>
+      query.paths === undefined || matchesPathFilter(query.paths, chunk.path);
+    if (vector === undefined) {
+      if (sparse.indices.length === 0) return [];
+      const response = await this.#call("search", () =>
+        this.#client.query(collection, {
+          query: sparse,
+          using: TEXT,
+          limit: query.limit,
+          with_payload: true,
+          ...filter,
+        }),
+      );
+      return response.points
+        .map((point) => ({ chunk: toChunk(point.payload), textScore: point.score }))
+        .filter((hit) => inScope(hit.chunk));
+    }
+    const prefetch = [
+      { query: [...vector], using: DENSE, limit: query.limit, ...filter },
+      ...(sparse.indices.length > 0 ? [{ query: sparse, using: TEXT, limit: query.limit, ...filter }] : []),
+    ];
+    const response = await this.#call("search", () =>
+      this.#client.query(collection, {
+        prefetch,
+        query: { fusion: "rrf" },
+        limit: query.limit * 2,
+        with_payload: true,
+        with_vector: [DENSE],
+      }),
+    );
+    return response.points.flatMap((point) => {
+      const dense = denseOf(point.vector);
+      const chunk = toChunk(point.payload);
+      if (!inScope(chunk)) return [];
+      return [dense === undefined ? { chunk } : { chunk, vectorSimilarity: cosineSimilarity(vector, dense) }];
+    });
+  }
+
+  // Qdrant keeps document frequencies to itself (the IDF modifier); scoring falls back to uniform weights.
+  async termStatistics(): Promise<TermStatistics> {
+    return { total: 0, documents: new Map() };
+  }
+
+  async pendingChunks(limit: number): Promise<readonly StoredChunk[]> {
+    await this.#ensureReady();
+    const page = await this.#call("pending chunks", () =>
+      this.#client.scroll(this.#collection, { filter: { must_not: [hasDense] }, limit, with_payload: true }),
+    );
+    return page.points.map((point) => toChunk(point.payload));
+  }
+
+  async setVectors(model: string, entries: readonly ChunkVector[]): Promise<void> {
+    await this.#ensureReady();
+    if (entries.length === 0) return;
+    const collection = this.#collection;
+    const byId = new Map(entries.map((entry) => [pointId(entry.chunkId), entry]));
+    await this.#call("set vectors", async () => {
+      const existing = await this.#client.retrieve(collection, {
+        ids: [...byId.keys()],
+        with_payload: ["hash"],
+      });
+      const current = existing.filter((point) => {
+        const hash = z.object({ hash: z.string() }).safeParse(point.payload);
+        return hash.success && hash.data.hash === byId.get(String(point.id))?.hash;
+      });
+      if (current.length === 0) return;
+      await this.#client.updateVectors(collection, {
+        wait: true,
+        points: current.map((point) => ({
+          id: point.id,
+          vector: { [DENSE]: [...byId.get(String(point.id))!.vector] },
+        })),
+      });
+      await this.#client.setPayload(collection, {
+        wait: true,
+        payload: { embedding_model: model },
+        points: current.map((point) => point.id),
+      });
+    });
+  }
+
+  async cachedVectors(
+    model: string,
+    hashes: readonly string[],
+  ): Promise<ReadonlyMap<string, readonly number[]>> {
+    await this.#ensureReady();
+    const found = new Map<string, readonly number[]>();
+    if (hashes.length === 0) return found;
+    const points = await this.#call("cached vectors", () =>
+      this.#scrollAll(
+        {
+          must: [
+            { key: "hash", match: { any: [...hashes] } },
+            { key: "embedding_model", match: { value: model } },
+            hasDense,
+          ],
+        },
+        true,
+      ),
+    );
+    for (const point of points) {
+      const dense = denseOf(point.vector);
+      const hash = z.object({ hash: z.string() }).safeParse(point.payload);
+      if (dense !== undefined && hash.success) found.set(hash.data.hash, dense);
+    }
+    return found;
+  }
+
+  async clearVectors(): Promise<void> {
+    await this.#ensureReady();
+    await this.#call("clear vectors", () =>
+      this.#client.deleteVectors(this.#collection, {
+        wait: true,
+        filter: { must: [hasDense] },
+        vector: [DENSE],
+      }),
+    );
+  }
+
+  // The points are the cache here: a Qdrant reindex re-embeds every chunk.
+  async clear(): Promise<void> {
+    await this.#ensureReady();
+    await this.#call("clear", () =>
+      this.#client.delete(this.#collection, { wait: true, filter: { must: [] } }),
+    );
+  }
+
+  async stats(): Promise<BackendStats> {
+    await this.#ensureReady();
+    return this.#call("stats", async () => {
+      const embedded = await this.#count({ must: [hasDense] });
+      const sample = await this.#client.scroll(this.#collection, {
+        filter: { must: [hasDense] },
+        limit: 1,
+        with_payload: ["embedding_model"],
+      });
+      const model = modelSchema.safeParse(sample.points[0]?.payload);
+      return {
+        files: await this.#count({ must: [firstChunk] }),
+        chunks: await this.#count({}),
+        embeddedChunks: embedded,
+        dimensions: this.#dimensions,
+        vectorModel: model.success ? model.data.embedding_model : undefined,
+      };
+    });
+  }
+
+  async close(): Promise<void> {}
+
+  /** Runs one Qdrant request, turning whatever the client throws into an Almanac error naming `operation`. */
+  async #call<T>(operation: string, work: () => Promise<T>): Promise<T> {
     try {
       return await work();
     } catch (error) {
-      throw toQdrantError(error, options.url, operation);
+      throw toQdrantError(error, this.#url, operation);
     }
-  };
-
-  const checkDimensions = async (): Promise<void> => {
-    const info = collectionSchema.safeParse(await client.getCollection(collection));
-    const size = info.success ? info.data.config.params.vectors?.[DENSE]?.size : undefined;
-    if (size === undefined) {
-      throw new UserError(
-        "index.incompatible_collection",
-        `Qdrant collection "${collection}" has no "${DENSE}" vector: it was not created by Almanac. Use another collection name.`,
-      );
-    }
-    if (size !== dimensions) {
-      throw new UserError(
-        "index.dimensions_mismatch",
-        `Qdrant collection "${collection}" holds ${size}-dimensional vectors but ${dimensions} were configured (was the embedding model changed?). ` +
-          `Set the dimensions back to ${size}, or use a new collection name (the index is rebuilt from the Markdown files).`,
-      );
-    }
-  };
-
-  const create = async (): Promise<void> => {
-    const { exists } = await client.collectionExists(collection);
-    if (!exists) {
-      try {
-        await client.createCollection(collection, {
-          vectors: { [DENSE]: { size: dimensions, distance: "Cosine" } },
-          sparse_vectors: { [TEXT]: { modifier: "idf" } },
-        });
-        for (const [field, schema] of [
-          ["path", "keyword"],
-          ["source", "keyword"],
-          ["hash", "keyword"],
-          ["embedding_model", "keyword"],
-          ["chunk_index", "integer"],
-        ] as const) {
-          await client.createPayloadIndex(collection, {
-            field_name: field,
-            field_schema: schema,
-            wait: true,
-          });
-        }
-        logger.info({ dimensions }, "created Qdrant collection");
-        return;
-      } catch (error) {
-        // Another process may have created it meanwhile: then check it like an existing one.
-        if (!(await client.collectionExists(collection)).exists) throw error;
-      }
-    }
-    await checkDimensions();
-  };
+  }
 
   /** Creates or checks the collection once; a failure is not remembered, so the next call retries. */
-  const ensureReady = (): Promise<void> => {
-    ready ??= call("collection setup", create).catch((error: unknown) => {
-      ready = undefined;
+  #ensureReady(): Promise<void> {
+    this.#ready ??= this.#call("collection setup", () =>
+      setUpCollection(this.#client, {
+        collection: this.#collection,
+        dimensions: this.#dimensions,
+        logger: this.#logger,
+      }),
+    ).catch((error: unknown) => {
+      this.#ready = undefined;
       throw error;
     });
-    return ready;
-  };
+    return this.#ready;
+  }
 
-  const scrollAll = async (filter: Record<string, unknown>, withVector: boolean) => {
-    const points: { id: string | number; payload: unknown; vector: unknown }[] = [];
+  /** Every point matching `filter`, page by page. */
+  async #scrollAll(filter: Record<string, unknown>, withVector: boolean): Promise<ScrolledPoint[]> {
+    const points: ScrolledPoint[] = [];
     let offset: string | number | undefined;
     do {
-      const page = await client.scroll(collection, {
+      const page = await this.#client.scroll(this.#collection, {
         filter,
         limit: 512,
         with_payload: true,
@@ -143,217 +369,9 @@ export function createQdrantIndex(options: QdrantIndexOptions): MemoryIndexBacke
       offset = typeof next === "string" || typeof next === "number" ? next : undefined;
     } while (offset !== undefined);
     return points;
-  };
+  }
 
-  const count = async (filter: Record<string, unknown>) =>
-    (await client.count(collection, { filter, exact: true })).count;
-
-  const backend: MemoryIndexBackend = {
-    kind: "qdrant",
-
-    async upsertFile(file, chunks, embeddings) {
-      await ensureReady();
-      for (const vector of embeddings?.vectors ?? []) {
-        if (vector !== undefined && vector.length !== dimensions) {
-          throw new UserError(
-            "index.dimensions_mismatch",
-            `Qdrant collection "${collection}" takes ${dimensions}-dimensional vectors; got ${vector.length}.`,
-          );
-        }
-      }
-      const points = chunks.map((chunk, index) =>
-        toPoint(file, chunk, index, embeddings?.vectors[index], embeddings?.model, averageTerms),
-      );
-      await call("upsert", async () => {
-        // New points first, then the file's other points: readers never see the file missing.
-        for (let start = 0; start < points.length; start += UPSERT_BATCH) {
-          await client.upsert(collection, { wait: true, points: points.slice(start, start + UPSERT_BATCH) });
-        }
-        await client.delete(collection, {
-          wait: true,
-          filter: { must: [pathIs(file.path)], must_not: [{ has_id: points.map((point) => point.id) }] },
-        });
-      });
-    },
-
-    async upsertFiles(files) {
-      // One file at a time: Qdrant has no transaction across files, and each file's upsert keeps it whole.
-      for (const { file, chunks, embeddings } of files) await backend.upsertFile(file, chunks, embeddings);
-    },
-
-    async deleteFile(path) {
-      await ensureReady();
-      await call("delete", () => client.delete(collection, { wait: true, filter: { must: [pathIs(path)] } }));
-    },
-
-    async fileState(path) {
-      await ensureReady();
-      const page = await call("file state", () =>
-        client.scroll(collection, {
-          filter: { must: [pathIs(path), firstChunk] },
-          limit: 1,
-          with_payload: true,
-        }),
-      );
-      const point = page.points[0];
-      return point === undefined ? undefined : toFile(point.payload);
-    },
-
-    async listFiles() {
-      await ensureReady();
-      const points = await call("list files", () => scrollAll({ must: [firstChunk] }, false));
-      return points.map((point) => toFile(point.payload)).sort((a, b) => a.path.localeCompare(b.path));
-    },
-
-    async search(query): Promise<BackendHit[]> {
-      await ensureReady();
-      const sparse = querySparseVector(query.terms);
-      const vector = query.vector;
-      if (vector !== undefined && vector.length !== dimensions) {
-        throw new UserError(
-          "index.dimensions_mismatch",
-          `Query vector has ${vector.length} dimensions; the collection ${dimensions}.`,
-        );
-      }
-      const filter = query.paths === undefined ? {} : { filter: scopeFilter(query.paths) };
-      // Points are filtered by scope in Qdrant (before the limit) and checked again here.
-      const inScope = (chunk: StoredChunk) =>
-        query.paths === undefined || matchesPathFilter(query.paths, chunk.path);
-      if (vector === undefined) {
-        if (sparse.indices.length === 0) return [];
-        const response = await call("search", () =>
-          client.query(collection, {
-            query: sparse,
-            using: TEXT,
-            limit: query.limit,
-            with_payload: true,
-            ...filter,
-          }),
-        );
-        return response.points
-          .map((point) => ({ chunk: toChunk(point.payload), textScore: point.score }))
-          .filter((hit) => inScope(hit.chunk));
-      }
-      const prefetch = [
-        { query: [...vector], using: DENSE, limit: query.limit, ...filter },
-        ...(sparse.indices.length > 0 ? [{ query: sparse, using: TEXT, limit: query.limit, ...filter }] : []),
-      ];
-      const response = await call("search", () =>
-        client.query(collection, {
-          prefetch,
-          query: { fusion: "rrf" },
-          limit: query.limit * 2,
-          with_payload: true,
-          with_vector: [DENSE],
-        }),
-      );
-      return response.points.flatMap((point) => {
-        const dense = denseOf(point.vector);
-        const chunk = toChunk(point.payload);
-        if (!inScope(chunk)) return [];
-        return [
-          dense === undefined ? { chunk } : { chunk, vectorSimilarity: cosineSimilarity(vector, dense) },
-        ];
-      });
-    },
-
-    // Qdrant keeps document frequencies to itself (the IDF modifier); scoring falls back to uniform weights.
-    async termStatistics(): Promise<TermStatistics> {
-      return { total: 0, documents: new Map() };
-    },
-
-    async pendingChunks(limit) {
-      await ensureReady();
-      const page = await call("pending chunks", () =>
-        client.scroll(collection, { filter: { must_not: [hasDense] }, limit, with_payload: true }),
-      );
-      return page.points.map((point) => toChunk(point.payload));
-    },
-
-    async setVectors(model, entries) {
-      await ensureReady();
-      if (entries.length === 0) return;
-      const byId = new Map(entries.map((entry) => [pointId(entry.chunkId), entry]));
-      await call("set vectors", async () => {
-        const existing = await client.retrieve(collection, { ids: [...byId.keys()], with_payload: ["hash"] });
-        const current = existing.filter((point) => {
-          const hash = z.object({ hash: z.string() }).safeParse(point.payload);
-          return hash.success && hash.data.hash === byId.get(String(point.id))?.hash;
-        });
-        if (current.length === 0) return;
-        await client.updateVectors(collection, {
-          wait: true,
-          points: current.map((point) => ({
-            id: point.id,
-            vector: { [DENSE]: [...byId.get(String(point.id))!.vector] },
-          })),
-        });
-        await client.setPayload(collection, {
-          wait: true,
-          payload: { embedding_model: model },
-          points: current.map((point) => point.id),
-        });
-      });
-    },
-
-    async cachedVectors(model, hashes) {
-      await ensureReady();
-      const found = new Map<string, readonly number[]>();
-      if (hashes.length === 0) return found;
-      const points = await call("cached vectors", () =>
-        scrollAll(
-          {
-            must: [
-              { key: "hash", match: { any: [...hashes] } },
-              { key: "embedding_model", match: { value: model } },
-              hasDense,
-            ],
-          },
-          true,
-        ),
-      );
-      for (const point of points) {
-        const dense = denseOf(point.vector);
-        const hash = z.object({ hash: z.string() }).safeParse(point.payload);
-        if (dense !== undefined && hash.success) found.set(hash.data.hash, dense);
-      }
-      return found;
-    },
-
-    async clearVectors() {
-      await ensureReady();
-      await call("clear vectors", () =>
-        client.deleteVectors(collection, { wait: true, filter: { must: [hasDense] }, vector: [DENSE] }),
-      );
-    },
-
-    // The points are the cache here: a Qdrant reindex re-embeds every chunk.
-    async clear() {
-      await ensureReady();
-      await call("clear", () => client.delete(collection, { wait: true, filter: { must: [] } }));
-    },
-
-    async stats() {
-      await ensureReady();
-      return call("stats", async () => {
-        const embedded = await count({ must: [hasDense] });
-        const sample = await client.scroll(collection, {
-          filter: { must: [hasDense] },
-          limit: 1,
-          with_payload: ["embedding_model"],
-        });
-        const model = modelSchema.safeParse(sample.points[0]?.payload);
-        return {
-          files: await count({ must: [firstChunk] }),
-          chunks: await count({}),
-          embeddedChunks: embedded,
-          dimensions,
-          vectorModel: model.success ? model.data.embedding_model : undefined,
-        };
-      });
-    },
-
-    async close() {},
-  };
-  return backend;
+  async #count(filter: Record<string, unknown>): Promise<number> {
+    return (await this.#client.count(this.#collection, { filter, exact: true })).count;
+  }
 }
