@@ -1,46 +1,33 @@
-import { lstatSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { readTextFile, type Tool, type WorkspaceTarget } from "@almanac/agent";
 import {
   type ChatModel,
   type Embedder,
-  groupCalls,
   type Logger,
   type TokenCounter,
   UserError,
   writeFileDurably,
 } from "@almanac/core";
 import {
-  buildMemoryContext,
   createMemoryFileStore,
   type ForgottenPhrase,
   ForgottenRegistry,
   isMemoryFilePath,
   type MemoryFileStore,
   type MemoryScope,
-  memoryContextFiles,
   normalizePhrase,
   withoutForgotten,
 } from "@almanac/memory-files";
-import {
-  createEmbeddingGate,
-  createMemoryIndexer,
-  createMemorySearch,
-  createMemoryTools,
-  createSqliteIndex,
-  type MemoryIndexBackend,
-  type MemoryIndexer,
-  type MemorySearch,
-  type SqliteIndexOptions,
-  type SyncProgress,
-} from "@almanac/memory-index";
+import { createMemoryTools, type MemoryIndexer, type MemorySearch } from "@almanac/memory-index";
 import {
   createSummarizer,
   createSummaryQueue,
   type SummaryJobInput,
   type SummaryQueue,
 } from "@almanac/summarizer";
+import { MemoryContextCache } from "./memory-context-cache.js";
+import { MemoryIndexService } from "./memory-index-service.js";
 
 /** Where the index lives: the embedded SQLite file (repaired when damaged), or a Qdrant collection. */
 export type MemoryIndexChoice =
@@ -86,17 +73,6 @@ export interface MemoryOptions {
    * that follows the watcher's start compares every file with the index.
    */
   readonly startIndexing?: Promise<void>;
-}
-
-/** Every file under `directory` (none when it does not exist). */
-async function listFilesUnder(directory: string): Promise<string[]> {
-  try {
-    const entries = await readdir(directory, { recursive: true, withFileTypes: true });
-    return entries.filter((entry) => entry.isFile()).map((entry) => join(entry.parentPath, entry.name));
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw error;
-  }
 }
 
 /** How long the backups that still hold a forgotten line are kept (to undo a mistaken forget by hand). */
@@ -161,327 +137,237 @@ export interface Memory {
   readWorkspaceText(target: WorkspaceTarget, seen?: Map<string, string>): Promise<string>;
 }
 
-/** A damaged index file moved aside at start-up or later; `rebuiltAt` is set once the rebuild finished. */
-type IndexRepairStatus = Parameters<NonNullable<SqliteIndexOptions["onRepair"]>>[0] & {
-  readonly rebuiltAt?: number;
-};
-
 /**
  * Opens the memory: the file store, the index with its watcher (the start-up sync runs in the background),
  * and, when a summarizer model is given, the summarizer queue (started: journaled jobs resume).
  */
 export async function createMemory(options: MemoryOptions): Promise<Memory> {
-  const { workspace, stateDir, timeZone, tokenCounter } = options;
   // Its own lines say component "memory"; each part it creates binds its own component (pino would repeat the
   // key if a part's binding were added to this one), so the parts get the unbound logger.
   const logger = options.logger.child({ component: "memory" });
-  const partLogger = options.logger;
-  const store = createMemoryFileStore({ workspace, stateDir, logger: partLogger });
-  // A damaged index file is moved aside and replaced by an empty one (at open or when a query meets the
-  // damage); until a sync over the Markdown has finished, the status says "rebuilding" and search says so.
-  let indexRepair: IndexRepairStatus | undefined;
-  let rebuildAfterRepair: (() => void) | undefined;
-  const backend = await openIndex(options.index, partLogger, (repair) => {
-    indexRepair = repair;
-    rebuildAfterRepair?.();
-  });
-  const rebuilding = (): boolean => indexRepair !== undefined && indexRepair.rebuiltAt === undefined;
-  const embeddings = createEmbeddingGate({
-    ...(options.embedder === undefined ? {} : { embedder: options.embedder }),
-    logger: partLogger,
-  });
-  const search = createMemorySearch({
-    backend,
-    embedder: embeddings,
-    logger: partLogger,
-    indexNote: () =>
-      rebuilding()
-        ? "The memory index is being rebuilt from the Markdown files (the old one was damaged); results may be incomplete until it is done."
-        : undefined,
-  });
-  const indexer = createMemoryIndexer({ workspace, backend, embedder: embeddings, logger: partLogger });
-  let syncing: { kind: "sync" | "reindex"; progress?: SyncProgress } | undefined = { kind: "sync" };
-  let lastError: string | undefined;
-  const track = (
-    kind: "sync" | "reindex",
-    run: (onProgress: (progress: SyncProgress) => void) => Promise<unknown>,
-  ) => {
-    syncing = { kind };
-    const repairAtStart = indexRepair;
-    return run((progress) => {
-      syncing = { kind, progress };
-    })
-      .then(() => {
-        lastError = undefined;
-        if (indexRepair !== undefined && indexRepair === repairAtStart && rebuilding()) {
-          indexRepair = { ...indexRepair, rebuiltAt: Date.now() };
-          logger.info({ movedTo: indexRepair.movedTo }, "memory index rebuilt from the Markdown files");
-        }
-      })
-      .catch((error: unknown) => {
-        lastError = error instanceof Error ? error.message : String(error);
-        logger.error({ err: error }, `memory index ${kind} failed`);
-      })
-      .finally(() => {
-        syncing = undefined;
-        // Damage found while this sync ran: the fresh index lacks what was synced before it; sync again.
-        if (indexRepair !== repairAtStart && rebuilding()) rebuildAfterRepair?.();
-      });
-  };
-  rebuildAfterRepair = () => {
-    if (syncing === undefined) void track("sync", (onProgress) => indexer.sync({ onProgress }));
-  };
-  // The start-up sync runs in the background (large workspaces take a while); the watcher starts first so
-  // no edit made meanwhile is missed. Stopped before it began (a server that failed to start), it never does.
-  let stopping = false;
-  let indexingBegun = false;
-  const startup = (options.startIndexing ?? Promise.resolve()).then(() => {
-    if (stopping) return;
-    indexingBegun = true;
-    return indexer.watch().then(() => track("sync", (onProgress) => indexer.sync({ onProgress })));
-  });
+  const { workspace, stateDir } = options;
+  const store = createMemoryFileStore({ workspace, stateDir, logger: options.logger });
+  const index = await MemoryIndexService.open(options, logger);
+  index.startIndexing(options.startIndexing);
   const forgotten = new ForgottenRegistry(join(stateDir, "forgotten.json"));
   await forgotten.open();
-  let queue: SummaryQueue | undefined;
-  if (options.summarizer) {
-    const { model, contextWindow, maxOutputTokens, maxAttempts } = options.summarizer;
-    const run = createSummarizer({
-      model,
-      workspace,
-      stateDir,
-      store,
-      timeZone,
-      tokenCounter,
-      contextWindow,
-      maxOutputTokens,
-      logger: partLogger,
-      scopeOf: options.scopeOf,
-      forgotten: () => forgotten.normalized(),
-    });
-    queue = createSummaryQueue({ stateDir, run, logger: partLogger, maxAttempts });
-    await queue.start();
-  }
-  /**
-   * The last memory context built per scope, with what its files were (inode, size, change times): a new
-   * session gets it again while none of them changed, instead of reading and counting the files anew (path
-   * checks, reads and token counts were ~13 % of the server's main thread while 100 sessions started at once).
-   * A write through the store replaces the file (a new inode); an edit in place changes its times.
-   *
-   * The checks of one scope run in groups (core's `groupCalls`): sessions starting while a check (and the
-   * rebuild it may start) runs share the one after it, which still sees every change made before they asked.
-   * The stat calls are blocking (see `fileStamp`).
-   */
-  const KEPT_CONTEXTS = 256; // scopes: the owner and each shared chat
-  const contexts = new Map<string, { readonly stamps: string; readonly text: string }>();
-  const checkMemoryContext = groupCalls(async (key: string): Promise<string> => {
-    const { scope, budget } = JSON.parse(key) as { scope: MemoryScope; budget: number };
-    const now = Date.now();
-    const files = memoryContextFiles(scope, now, timeZone);
-    const stamps = files.map((file) => fileStamp(workspace, file)).join("|");
-    const known = contexts.get(key);
-    if (known !== undefined && known.stamps === stamps) return known.text;
-    const text = await buildMemoryContext({
-      scope,
-      store,
-      timeZone,
-      now,
-      budgetTokens: budget,
-      configuredTokens: options.contextTokens,
-      tokenCounter,
-    });
-    contexts.delete(key);
-    if (contexts.size >= KEPT_CONTEXTS) contexts.delete(contexts.keys().next().value ?? "");
-    contexts.set(key, { stamps, text });
-    return text;
+  const queue =
+    options.summarizer === undefined
+      ? undefined
+      : await startSummaryQueue(options, options.summarizer, store, forgotten);
+  const memory = new LongTermMemory(options, logger, { store, index, forgotten, queue });
+  await memory.startPurging();
+  return memory;
+}
+
+/** The summarizer and its queue, started: jobs journaled before a stop or crash resume. */
+async function startSummaryQueue(
+  options: MemoryOptions,
+  summarizer: NonNullable<MemoryOptions["summarizer"]>,
+  store: MemoryFileStore,
+  forgotten: ForgottenRegistry,
+): Promise<SummaryQueue> {
+  const { workspace, stateDir, timeZone, tokenCounter } = options;
+  const { model, contextWindow, maxOutputTokens, maxAttempts } = summarizer;
+  const run = createSummarizer({
+    model,
+    workspace,
+    stateDir,
+    store,
+    timeZone,
+    tokenCounter,
+    contextWindow,
+    maxOutputTokens,
+    logger: options.logger,
+    scopeOf: options.scopeOf,
+    forgotten: () => forgotten.normalized(),
   });
-  const memoryContext = (scope: MemoryScope, budgetTokens?: number): Promise<string> => {
-    const budget = Math.max(
-      0,
-      Math.min(options.contextTokens, Math.floor(budgetTokens ?? Number.POSITIVE_INFINITY)),
+  const queue = createSummaryQueue({ stateDir, run, logger: options.logger, maxAttempts });
+  await queue.start();
+  return queue;
+}
+
+/** What {@link createMemory} opened before the memory object is built. */
+interface OpenedParts {
+  readonly store: MemoryFileStore;
+  readonly index: MemoryIndexService;
+  readonly forgotten: ForgottenRegistry;
+  readonly queue: SummaryQueue | undefined;
+}
+
+/** {@link Memory} over its opened parts: the index service, the context cache and the forgotten registry. */
+class LongTermMemory implements Memory {
+  readonly store: MemoryFileStore;
+  readonly queue: SummaryQueue | undefined;
+  readonly timeZone: string;
+  readonly workspace: string;
+  readonly search: MemorySearch;
+  readonly indexer: MemoryIndexer;
+  /** The configured function itself, not a method: callers may pass it on as it is. */
+  readonly scopeOf: (sessionKey: string) => MemoryScope;
+  readonly #options: MemoryOptions;
+  readonly #logger: Logger;
+  readonly #index: MemoryIndexService;
+  readonly #forgotten: ForgottenRegistry;
+  readonly #contexts: MemoryContextCache;
+  #purgeTimer: NodeJS.Timeout | undefined;
+
+  constructor(options: MemoryOptions, logger: Logger, parts: OpenedParts) {
+    this.#options = options;
+    this.#logger = logger;
+    this.store = parts.store;
+    this.queue = parts.queue;
+    this.timeZone = options.timeZone;
+    this.workspace = options.workspace;
+    this.#index = parts.index;
+    this.search = parts.index.search;
+    this.indexer = parts.index.indexer;
+    this.scopeOf = options.scopeOf;
+    this.#forgotten = parts.forgotten;
+    this.#contexts = new MemoryContextCache({
+      workspace: options.workspace,
+      store: parts.store,
+      timeZone: options.timeZone,
+      contextTokens: options.contextTokens,
+      tokenCounter: options.tokenCounter,
+    });
+  }
+
+  /** Scrubs the backups whose time is up now, then once a day; a failed scrub is logged and retried the next day. */
+  async startPurging(): Promise<void> {
+    await this.#purgeForgottenBackups().catch((error: unknown) =>
+      this.#logger.warn({ err: error }, "could not scrub forgotten lines from backups; will retry"),
     );
-    return checkMemoryContext(JSON.stringify({ scope, budget }));
-  };
+    this.#purgeTimer = setInterval(() => {
+      this.#purgeForgottenBackups().catch((error: unknown) =>
+        this.#logger.warn({ err: error }, "could not scrub forgotten lines from backups; will retry"),
+      );
+    }, 86_400_000);
+    this.#purgeTimer.unref();
+  }
+
+  toolsFor(scope: MemoryScope): Tool[] {
+    const { tokenCounter } = this.#options;
+    return createMemoryTools({
+      search: this.search,
+      workspace: this.workspace,
+      scope,
+      maxOutputTokens: this.#options.toolOutputTokens,
+      countTokens: (text) => tokenCounter.countText(text),
+    });
+  }
+
+  indexStatus(): Promise<Record<string, unknown>> {
+    return this.#index.status();
+  }
+
+  startReindex(): boolean {
+    return this.#index.startReindex();
+  }
+
+  memoryContext(scope: MemoryScope, budgetTokens?: number): Promise<string> {
+    return this.#contexts.get(scope, budgetTokens);
+  }
+
+  async forget(phrase: string, by: string): Promise<ForgetReport> {
+    const normalized = normalizePhrase(phrase);
+    if (normalized.length < 3)
+      throw new UserError("memory.forget_too_short", "Say what to forget in at least three characters.");
+    const now = Date.now();
+    // Recorded first: from here on no summarizer commit writes the phrase back, whatever happens below.
+    await this.#forgotten.add({ phrase, at: now, by, purgeBackupsAt: now + FORGET_BACKUP_DAYS * 86_400_000 });
+    const files: Array<{ readonly path: string; readonly removed: readonly string[] }> = [];
+    for (const file of await this.store.list()) {
+      const current = await this.store.tryRead(file.path);
+      if (current === undefined) continue;
+      const { content, removed } = withoutForgotten(current.content, [normalized]);
+      if (removed.length === 0) continue;
+      await this.store.write(file.path, content, { expectedHash: current.hash, allowShrink: true });
+      files.push({ path: file.path, removed });
+    }
+    // The index forgets at once, not after the watcher's debounce.
+    if (files.length > 0) await this.indexer.sync();
+    this.#logger.info(
+      { files: files.length, lines: files.reduce((sum, file) => sum + file.removed.length, 0) },
+      "forgot",
+    );
+    return { phrase, files, backupsKeptUntil: now + FORGET_BACKUP_DAYS * 86_400_000 };
+  }
+
+  forgotten(): readonly ForgottenPhrase[] {
+    return this.#forgotten.list();
+  }
+
+  async enqueue(job: SummaryJobInput): Promise<void> {
+    if (!this.queue || job.messages.length === 0) return;
+    await this.queue.enqueue(job);
+  }
+
+  async stop(deadlineMs: number): Promise<void> {
+    clearInterval(this.#purgeTimer);
+    this.#index.beginStop();
+    await this.queue?.stop({ deadlineMs });
+    await this.#index.close(deadlineMs);
+  }
+
+  async readWorkspaceText(target: WorkspaceTarget, seen?: Map<string, string>): Promise<string> {
+    if (!isMemoryFilePath(target.shown)) return readTextFile(target);
+    const file = await this.store.read(target.shown);
+    seen?.set(target.shown, file.hash);
+    return file.content;
+  }
+
+  async writeWorkspaceText(
+    target: { readonly absolute: string; readonly shown: string },
+    content: string,
+    seen?: Map<string, string>,
+  ): Promise<void> {
+    if (isMemoryFilePath(target.shown)) {
+      // A version read in this turn must still be the current one: otherwise someone edited the file
+      // meanwhile, and the store refuses with memory.conflict (the model re-reads and redoes its change).
+      const expectedHash = seen?.get(target.shown);
+      const written = await this.store.write(
+        target.shown,
+        content,
+        expectedHash === undefined ? {} : { expectedHash },
+      );
+      seen?.set(target.shown, written.hash);
+      return;
+    }
+    await writeFileDurably(target.absolute, content);
+  }
+
   /**
    * Backups still holding lines of a forgotten phrase are scrubbed once its time is up (they are kept until then,
    * so a mistaken forget can be undone by hand). Runs at start, after each forget and once a day.
    */
-  const purgeForgottenBackups = async (): Promise<void> => {
+  async #purgeForgottenBackups(): Promise<void> {
     const now = Date.now();
-    const due = forgotten
+    const due = this.#forgotten
       .list()
       .filter((entry) => entry.purgedAt === undefined && entry.purgeBackupsAt <= now);
     if (due.length === 0) return;
     const phrases = due.map((entry) => normalizePhrase(entry.phrase));
     let scrubbed = 0;
-    for (const file of await listFilesUnder(join(stateDir, "backups"))) {
+    for (const file of await listFilesUnder(join(this.#options.stateDir, "backups"))) {
       const text = await readFile(file, "utf8");
       const { content, removed } = withoutForgotten(text, phrases);
       if (removed.length === 0) continue;
       await writeFileDurably(file, content);
       scrubbed += 1;
     }
-    for (const entry of due) await forgotten.markPurged(entry.phrase, now);
-    logger.info({ phrases: due.length, backups: scrubbed }, "scrubbed forgotten lines from backups");
-  };
-  await purgeForgottenBackups().catch((error: unknown) =>
-    logger.warn({ err: error }, "could not scrub forgotten lines from backups; will retry"),
-  );
-  const purgeTimer = setInterval(() => {
-    purgeForgottenBackups().catch((error: unknown) =>
-      logger.warn({ err: error }, "could not scrub forgotten lines from backups; will retry"),
-    );
-  }, 86_400_000);
-  purgeTimer.unref();
-  const forget = async (phrase: string, by: string): Promise<ForgetReport> => {
-    const normalized = normalizePhrase(phrase);
-    if (normalized.length < 3)
-      throw new UserError("memory.forget_too_short", "Say what to forget in at least three characters.");
-    const now = Date.now();
-    // Recorded first: from here on no summarizer commit writes the phrase back, whatever happens below.
-    await forgotten.add({ phrase, at: now, by, purgeBackupsAt: now + FORGET_BACKUP_DAYS * 86_400_000 });
-    const files: Array<{ readonly path: string; readonly removed: readonly string[] }> = [];
-    for (const file of await store.list()) {
-      const current = await store.tryRead(file.path);
-      if (current === undefined) continue;
-      const { content, removed } = withoutForgotten(current.content, [normalized]);
-      if (removed.length === 0) continue;
-      await store.write(file.path, content, { expectedHash: current.hash, allowShrink: true });
-      files.push({ path: file.path, removed });
-    }
-    // The index forgets at once, not after the watcher's debounce.
-    if (files.length > 0) await indexer.sync();
-    logger.info(
-      { files: files.length, lines: files.reduce((sum, file) => sum + file.removed.length, 0) },
-      "forgot",
-    );
-    return { phrase, files, backupsKeptUntil: now + FORGET_BACKUP_DAYS * 86_400_000 };
-  };
-  return {
-    store,
-    queue,
-    timeZone,
-    forget,
-    forgotten: () => forgotten.list(),
-    workspace,
-    search,
-    indexer,
-    scopeOf: options.scopeOf,
-    toolsFor: (scope) =>
-      createMemoryTools({
-        search,
-        workspace,
-        scope,
-        maxOutputTokens: options.toolOutputTokens,
-        countTokens: (text) => tokenCounter.countText(text),
-      }),
-    async indexStatus() {
-      const status = await indexer.status();
-      return {
-        state: rebuilding()
-          ? "rebuilding"
-          : syncing
-            ? syncing.kind === "reindex"
-              ? "reindexing"
-              : "syncing"
-            : "idle",
-        ...(indexRepair ? { repair: indexRepair } : {}),
-        ...(syncing?.progress ? { progress: syncing.progress } : {}),
-        ...(lastError ? { lastError } : {}),
-        ...status,
-      };
-    },
-    startReindex() {
-      if (syncing) return false;
-      void track("reindex", (onProgress) => indexer.reindex({ onProgress }));
-      return true;
-    },
-    memoryContext,
-    async enqueue(job) {
-      if (!queue || job.messages.length === 0) return;
-      await queue.enqueue(job);
-    },
-    async stop(deadlineMs) {
-      clearInterval(purgeTimer);
-      stopping = true;
-      await queue?.stop({ deadlineMs });
-      // A start-up sync of a large workspace may still run: give it the deadline, not forever (the index
-      // is rebuildable, and the next start resumes the incremental sync).
-      let timer: NodeJS.Timeout | undefined;
-      const deadline = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, deadlineMs);
-        timer.unref();
-      });
-      if (indexingBegun) await Promise.race([startup.catch(() => {}), deadline]);
-      clearTimeout(timer);
-      await Promise.race([indexer.close(), deadline]);
-      try {
-        await backend.close();
-      } catch (error) {
-        logger.warn(
-          { err: error },
-          "memory index closed while a sync was still running; the next start resumes it",
-        );
-      }
-    },
-    async readWorkspaceText(target, seen) {
-      if (!isMemoryFilePath(target.shown)) return readTextFile(target);
-      const file = await store.read(target.shown);
-      seen?.set(target.shown, file.hash);
-      return file.content;
-    },
-    async writeWorkspaceText(target, content, seen) {
-      if (isMemoryFilePath(target.shown)) {
-        // A version read in this turn must still be the current one: otherwise someone edited the file
-        // meanwhile, and the store refuses with memory.conflict (the model re-reads and redoes its change).
-        const expectedHash = seen?.get(target.shown);
-        const written = await store.write(
-          target.shown,
-          content,
-          expectedHash === undefined ? {} : { expectedHash },
-        );
-        seen?.set(target.shown, written.hash);
-        return;
-      }
-      await writeFileDurably(target.absolute, content);
-    },
-  };
-}
-
-/** Opens the chosen backend. The Qdrant client (with its HTTP stack, ~20 MB resident, ~45 ms to load) only when chosen. */
-async function openIndex(
-  choice: MemoryIndexChoice,
-  logger: Logger,
-  onRepair: NonNullable<SqliteIndexOptions["onRepair"]>,
-): Promise<MemoryIndexBackend> {
-  if (choice.backend === "qdrant") {
-    const { createQdrantIndex } = await import("@almanac/memory-index/qdrant");
-    return createQdrantIndex({
-      url: choice.url,
-      ...(choice.apiKey ? { apiKey: choice.apiKey } : {}),
-      collection: choice.collection,
-      dimensions: choice.dimensions,
-      logger,
-    });
+    for (const entry of due) await this.#forgotten.markPurged(entry.phrase, now);
+    this.#logger.info({ phrases: due.length, backups: scrubbed }, "scrubbed forgotten lines from backups");
   }
-  return createSqliteIndex({
-    path: choice.path,
-    ...(choice.dimensions === undefined ? {} : { dimensions: choice.dimensions }),
-    onRepair,
-    logger,
-  });
 }
 
-/**
- * What a memory file is right now (inode, size, change times; `-` when it is missing or cannot be read), asked
- * blocking: a cached lstat needs no trip through libuv's pool, where it would queue behind the sessions' fsyncs
- * before each new session's first model call.
- */
-function fileStamp(workspace: string, file: string): string {
+/** Every file under `directory` (none when it does not exist). */
+async function listFilesUnder(directory: string): Promise<string[]> {
   try {
-    const stats = lstatSync(join(workspace, file), { bigint: true, throwIfNoEntry: false });
-    if (stats !== undefined) return `${file}:${stats.ino}:${stats.size}:${stats.ctimeNs}:${stats.mtimeNs}`;
-  } catch {
-    // Unreadable counts as missing, as when the file is gone: the context is then rebuilt from what is there.
+    const entries = await readdir(directory, { recursive: true, withFileTypes: true });
+    return entries.filter((entry) => entry.isFile()).map((entry) => join(entry.parentPath, entry.name));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw error;
   }
-  return `${file}:-`;
 }
