@@ -144,24 +144,44 @@ function buildReadFileParameters(maxReadLines: number) {
   });
 }
 
+/** The options of one {@link createWorkspaceFileTools} call, resolved once and shared by its tools. */
+interface ToolSettings {
+  readonly root: string;
+  readonly maxReadLines: number;
+  readonly maxListEntries: number;
+  readonly readText: (target: WorkspaceTarget) => Promise<string>;
+  readonly writeText: (target: WorkspaceTarget, content: string) => Promise<void>;
+  /** The caller's own `writeText`, if any: `append_file` then writes the whole file instead of appending. */
+  readonly customWriteText: WorkspaceFileToolsOptions["writeText"];
+}
+
 /**
  * The workspace file tools: `read_file`, `write_file`, `edit_file`, `append_file` and `list_files`.
  * Every path goes through {@link resolveWorkspacePath}; failures become tool error results, never crashes.
  */
 export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): Tool[] {
-  const { root } = options;
-  const maxReadLines = positiveInteger(options.maxReadLines, 2000, "createWorkspaceFileTools: maxReadLines");
-  const maxListEntries = positiveInteger(
-    options.maxListEntries,
-    1000,
-    "createWorkspaceFileTools: maxListEntries",
-  );
-  const readText = options.readText ?? readTextFile;
-  const writeText =
-    options.writeText ??
-    ((target: { readonly absolute: string }, content: string) => writeFileDurably(target.absolute, content));
+  const settings: ToolSettings = {
+    root: options.root,
+    maxReadLines: positiveInteger(options.maxReadLines, 2000, "createWorkspaceFileTools: maxReadLines"),
+    maxListEntries: positiveInteger(options.maxListEntries, 1000, "createWorkspaceFileTools: maxListEntries"),
+    readText: options.readText ?? readTextFile,
+    writeText:
+      options.writeText ??
+      ((target: { readonly absolute: string }, content: string) =>
+        writeFileDurably(target.absolute, content)),
+    customWriteText: options.writeText,
+  };
+  return [
+    readFileTool(settings),
+    writeFileTool(settings),
+    editFileTool(settings),
+    appendFileTool(settings),
+    listFilesTool(settings),
+  ];
+}
 
-  const readFileTool = defineTool({
+function readFileTool({ root, maxReadLines, readText }: ToolSettings) {
+  return defineTool({
     name: "read_file",
     description: `Read a text file in the workspace. Shows at most ${maxReadLines} lines per call; use offset and limit to page through longer files.`,
     parameters: readFileParameters(maxReadLines),
@@ -187,8 +207,10 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
       return `${header}\n${body}${footer}`;
     },
   });
+}
 
-  const writeFileTool = defineTool({
+function writeFileTool({ root, writeText }: ToolSettings) {
+  return defineTool({
     name: "write_file",
     description:
       "Create or overwrite a text file in the workspace with the given content. Parent directories are created.",
@@ -206,8 +228,10 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
       return `Wrote ${target.shown} (${describeSize(content)}; ${kind === "missing" ? "created" : "replaced"}).`;
     },
   });
+}
 
-  const editFileTool = defineTool({
+function editFileTool({ root, readText, writeText }: ToolSettings) {
+  return defineTool({
     name: "edit_file",
     description:
       "Replace exact text in a workspace file. old_text must match the file exactly (whitespace and line breaks included) and occur once, unless replace_all is true.",
@@ -243,8 +267,10 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
       return `Edited ${target.shown}: replaced ${found.length} ${found.length === 1 ? "occurrence" : "occurrences"}.`;
     },
   });
+}
 
-  const appendFileTool = defineTool({
+function appendFileTool({ root, readText, customWriteText }: ToolSettings) {
+  return defineTool({
     name: "append_file",
     description:
       "Append text to the end of a workspace file, creating the file (and its directories) if missing.",
@@ -254,9 +280,9 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
       const kind = await existingKind(target);
       await ensureParent(target);
       try {
-        if (options.writeText) {
+        if (customWriteText) {
           const existing = kind === "missing" ? "" : await readText(target);
-          await options.writeText(target, existing + content);
+          await customWriteText(target, existing + content);
         } else {
           await appendFile(target.absolute, content, { encoding: "utf8", mode: PRIVATE_FILE_MODE });
         }
@@ -266,8 +292,10 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
       return `Appended ${content.length} characters to ${target.shown}${kind === "missing" ? " (file created)" : ""}.`;
     },
   });
+}
 
-  const listFilesTool = defineTool({
+function listFilesTool({ root, maxListEntries }: ToolSettings) {
+  return defineTool({
     name: "list_files",
     description: `List a workspace directory (directories end with "/"). Recursive listing stops after ${maxListEntries} entries.`,
     parameters: listFilesParameters,
@@ -281,38 +309,53 @@ export function createWorkspaceFileTools(options: WorkspaceFileToolsOptions): To
           isError: true,
         };
       }
-      const entries: string[] = [];
-      let truncated = false;
-      // Depth first with sorted names, so a directory's contents follow it. Symlinked directories are
-      // shown but not entered (no loops, and their targets are checked when read).
-      const visit = async (directory: string): Promise<void> => {
-        const children = (await readdir(directory, { withFileTypes: true })).sort((a, b) =>
-          // Code-unit order: the same on every machine, whatever its locale.
-          a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
-        );
-        for (const child of children) {
-          if (entries.length >= maxListEntries) {
-            truncated = true;
-            return;
-          }
-          const absolute = path.join(directory, child.name);
-          const shown = shownPath(target.realRoot, absolute);
-          entries.push(child.isDirectory() ? `${shown}/` : shown);
-          if (recursive && child.isDirectory()) await visit(absolute);
-        }
+      const listing: Listing = {
+        realRoot: target.realRoot,
+        recursive,
+        maxEntries: maxListEntries,
+        entries: [],
+        truncated: false,
       };
       try {
-        await visit(target.absolute);
+        await visitDirectory(listing, target.absolute);
       } catch (error) {
         throw toWorkspaceError(error, target.shown);
       }
-      if (entries.length === 0) return `[${target.shown} is an empty directory]`;
-      const note = truncated
+      if (listing.entries.length === 0) return `[${target.shown} is an empty directory]`;
+      const note = listing.truncated
         ? `\n[listing stopped at ${maxListEntries} entries; list a subdirectory to see the rest]`
         : "";
-      return `${entries.join("\n")}${note}`;
+      return `${listing.entries.join("\n")}${note}`;
     },
   });
+}
 
-  return [readFileTool, writeFileTool, editFileTool, appendFileTool, listFilesTool];
+/** One `list_files` call's walk: what it was asked and what it has found so far. */
+interface Listing {
+  readonly realRoot: string;
+  readonly recursive: boolean;
+  readonly maxEntries: number;
+  readonly entries: string[];
+  truncated: boolean;
+}
+
+/**
+ * Adds `directory`'s entries to the listing. Depth first with sorted names, so a directory's contents follow
+ * it. Symlinked directories are shown but not entered (no loops, and their targets are checked when read).
+ */
+async function visitDirectory(listing: Listing, directory: string): Promise<void> {
+  const children = (await readdir(directory, { withFileTypes: true })).sort((a, b) =>
+    // Code-unit order: the same on every machine, whatever its locale.
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+  );
+  for (const child of children) {
+    if (listing.entries.length >= listing.maxEntries) {
+      listing.truncated = true;
+      return;
+    }
+    const absolute = path.join(directory, child.name);
+    const shown = shownPath(listing.realRoot, absolute);
+    listing.entries.push(child.isDirectory() ? `${shown}/` : shown);
+    if (listing.recursive && child.isDirectory()) await visitDirectory(listing, absolute);
+  }
 }

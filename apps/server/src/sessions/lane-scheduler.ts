@@ -78,225 +78,280 @@ interface Lane {
   waiting: Job[];
 }
 
-interface Closing {
-  readonly result: Promise<LaneSchedulerCloseResult>;
-  readonly counts: { finished: number; aborted: number; rejected: number };
-  deadlinePassed: boolean;
-  checkDrained(): void;
-}
-
 const defaultStartTimer: StartTimer = (callback, delayMs) => {
   const handle = setTimeout(callback, delayMs);
   return () => clearTimeout(handle);
 };
 
+function shuttingDown(message: string): UserError {
+  return new UserError("server.shutting_down", message);
+}
+
 /** Creates a {@link LaneScheduler}. */
 export function createLaneScheduler(options: LaneSchedulerOptions): LaneScheduler {
-  const { maxConcurrent, laneCapacity } = options;
-  if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) {
-    throw new UserError("config.invalid", `maxConcurrent must be a positive integer, got ${maxConcurrent}.`);
-  }
-  if (!Number.isInteger(laneCapacity) || laneCapacity < 0) {
-    throw new UserError(
-      "config.invalid",
-      `laneCapacity must be a non-negative integer, got ${laneCapacity}.`,
-    );
-  }
-  const logger = options.logger ?? silentLogger;
-  const startTimer = options.startTimer ?? defaultStartTimer;
-  const lanes = new Map<string, Lane>();
+  return new FifoLaneScheduler(options);
+}
+
+/**
+ * The {@link LaneScheduler} {@link createLaneScheduler} makes. Named apart from the interface so the interface
+ * stays the public type: callers and fakes depend on the shape, not on this class's private state.
+ */
+class FifoLaneScheduler implements LaneScheduler {
+  readonly #maxConcurrent: number;
+  readonly #laneCapacity: number;
+  readonly #logger: Logger;
+  readonly #startTimer: StartTimer;
+  readonly #lanes = new Map<string, Lane>();
   // Lanes whose head waits for a global slot, oldest head first.
-  const ready = createLaneHeap();
-  let running = 0;
-  let queued = 0;
-  let sequence = 0;
-  let closing: Closing | undefined;
+  readonly #ready = new LaneHeap();
+  #running = 0;
+  #queued = 0;
+  #sequence = 0;
+  #closing: Closing | undefined;
 
-  function dispatch(): void {
-    while (running < maxConcurrent && ready.size > 0) start(ready.pop()!);
+  constructor(options: LaneSchedulerOptions) {
+    const { maxConcurrent, laneCapacity } = options;
+    if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) {
+      throw new UserError(
+        "config.invalid",
+        `maxConcurrent must be a positive integer, got ${maxConcurrent}.`,
+      );
+    }
+    if (!Number.isInteger(laneCapacity) || laneCapacity < 0) {
+      throw new UserError(
+        "config.invalid",
+        `laneCapacity must be a non-negative integer, got ${laneCapacity}.`,
+      );
+    }
+    this.#maxConcurrent = maxConcurrent;
+    this.#laneCapacity = laneCapacity;
+    this.#logger = options.logger ?? silentLogger;
+    this.#startTimer = options.startTimer ?? defaultStartTimer;
   }
 
-  function start(lane: Lane): void {
+  run<T>(key: string, task: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    if (this.#closing !== undefined) {
+      return Promise.reject(
+        shuttingDown("The server is shutting down and cannot take new messages; please try again shortly."),
+      );
+    }
+    const existing = this.#lanes.get(key);
+    const pending = existing === undefined ? 0 : existing.waiting.length + (existing.running ? 1 : 0);
+    if (pending > this.#laneCapacity) {
+      this.#logger.debug({ key, pending }, "lane full; refusing task");
+      const messages = pending === 1 ? "1 earlier message" : `${pending} earlier messages`;
+      return Promise.reject(
+        new UserError(
+          "session.busy",
+          `This conversation is still working on ${messages}; please wait for the reply and try again.`,
+        ),
+      );
+    }
+    const lane: Lane = existing ?? { key, running: undefined, waiting: [] };
+    if (existing === undefined) this.#lanes.set(key, lane);
+    return new Promise<T>((resolve, reject) => {
+      lane.waiting.push({
+        sequence: this.#sequence++,
+        controller: undefined,
+        reject,
+        begin: async (signal) => {
+          try {
+            const value = await task(signal);
+            return () => resolve(value);
+          } catch (error) {
+            return () => reject(error);
+          }
+        },
+      });
+      this.#queued += 1;
+      if (lane.running === undefined && lane.waiting.length === 1) this.#ready.push(lane);
+      this.#dispatch();
+    });
+  }
+
+  stats(): LaneSchedulerStats {
+    // `byKey` reads the live map, so it must not depend on `this` (callers may keep the stats object).
+    const lanes = this.#lanes;
+    return {
+      running: this.#running,
+      queued: this.#queued,
+      lanes: lanes.size,
+      byKey(key: string): LaneStats {
+        const lane = lanes.get(key);
+        return { running: lane?.running !== undefined, queued: lane?.waiting.length ?? 0 };
+      },
+    };
+  }
+
+  close({ deadlineMs }: { readonly deadlineMs: number }): Promise<LaneSchedulerCloseResult> {
+    if (this.#closing !== undefined) return this.#closing.result;
+    const closing = new Closing();
+    this.#closing = closing;
+    this.#logger.info(
+      { running: this.#running, queued: this.#queued, deadlineMs },
+      "lane scheduler closing; draining session work",
+    );
+    closing.armDeadline(this.#startTimer, deadlineMs, () => this.#expire(closing));
+    this.#checkDrained();
+    return closing.result;
+  }
+
+  #dispatch(): void {
+    while (this.#running < this.#maxConcurrent && this.#ready.size > 0) this.#start(this.#ready.pop()!);
+  }
+
+  #start(lane: Lane): void {
     const job = lane.waiting.shift()!;
-    queued -= 1;
-    running += 1;
+    this.#queued -= 1;
+    this.#running += 1;
     lane.running = job;
     const controller = new AbortController();
     job.controller = controller;
     void job.begin(controller.signal).then((settle) => {
-      finish(lane);
+      this.#finish(lane);
       settle();
     });
   }
 
-  function finish(lane: Lane): void {
-    running -= 1;
+  #finish(lane: Lane): void {
+    this.#running -= 1;
     lane.running = undefined;
+    const closing = this.#closing;
     if (closing !== undefined && !closing.deadlinePassed) closing.counts.finished += 1;
-    if (lane.waiting.length > 0) ready.push(lane);
-    else lanes.delete(lane.key);
-    dispatch();
-    closing?.checkDrained();
+    if (lane.waiting.length > 0) this.#ready.push(lane);
+    else this.#lanes.delete(lane.key);
+    this.#dispatch();
+    this.#checkDrained();
   }
 
-  function shuttingDown(message: string): UserError {
-    return new UserError("server.shutting_down", message);
+  /** While closing, resolves `close()` once nothing runs or waits (before the deadline). */
+  #checkDrained(): void {
+    if (this.#closing === undefined || this.#running > 0 || this.#queued > 0) return;
+    this.#closing.drained();
   }
 
-  function expire(state: Closing): void {
-    state.deadlinePassed = true;
+  /** At the deadline: rejects every waiting task and aborts every running one. */
+  #expire(closing: Closing): void {
+    closing.deadlinePassed = true;
     const reason = shuttingDown("The server is shutting down; this reply was stopped.");
-    for (const lane of lanes.values()) {
+    for (const lane of this.#lanes.values()) {
       for (const job of lane.waiting) {
         job.reject(
           shuttingDown("The server shut down before this message could be handled; please send it again."),
         );
-        state.counts.rejected += 1;
+        closing.counts.rejected += 1;
       }
-      queued -= lane.waiting.length;
+      this.#queued -= lane.waiting.length;
       lane.waiting = [];
-      if (lane.running === undefined) lanes.delete(lane.key);
+      if (lane.running === undefined) this.#lanes.delete(lane.key);
       else {
-        state.counts.aborted += 1;
+        closing.counts.aborted += 1;
         lane.running.controller?.abort(reason);
       }
     }
-    ready.clear();
-    if (state.counts.aborted + state.counts.rejected > 0) {
-      logger.warn({ ...state.counts }, "shutdown deadline passed; stopped the remaining session work");
+    this.#ready.clear();
+    if (closing.counts.aborted + closing.counts.rejected > 0) {
+      this.#logger.warn(
+        { ...closing.counts },
+        "shutdown deadline passed; stopped the remaining session work",
+      );
     }
   }
+}
 
-  return {
-    run<T>(key: string, task: (signal: AbortSignal) => Promise<T>): Promise<T> {
-      if (closing !== undefined) {
-        return Promise.reject(
-          shuttingDown("The server is shutting down and cannot take new messages; please try again shortly."),
-        );
-      }
-      const existing = lanes.get(key);
-      const pending = existing === undefined ? 0 : existing.waiting.length + (existing.running ? 1 : 0);
-      if (pending > laneCapacity) {
-        logger.debug({ key, pending }, "lane full; refusing task");
-        const messages = pending === 1 ? "1 earlier message" : `${pending} earlier messages`;
-        return Promise.reject(
-          new UserError(
-            "session.busy",
-            `This conversation is still working on ${messages}; please wait for the reply and try again.`,
-          ),
-        );
-      }
-      const lane: Lane = existing ?? { key, running: undefined, waiting: [] };
-      if (existing === undefined) lanes.set(key, lane);
-      return new Promise<T>((resolve, reject) => {
-        lane.waiting.push({
-          sequence: sequence++,
-          controller: undefined,
-          reject,
-          begin: async (signal) => {
-            try {
-              const value = await task(signal);
-              return () => resolve(value);
-            } catch (error) {
-              return () => reject(error);
-            }
-          },
-        });
-        queued += 1;
-        if (lane.running === undefined && lane.waiting.length === 1) ready.push(lane);
-        dispatch();
-      });
-    },
+/**
+ * One `close()` of a scheduler: its counts and its result, settled once, either when the work drains or when
+ * the deadline passes, whichever comes first.
+ */
+class Closing {
+  readonly result: Promise<LaneSchedulerCloseResult>;
+  readonly counts = { finished: 0, aborted: 0, rejected: 0 };
+  deadlinePassed = false;
+  readonly #resolve: (result: LaneSchedulerCloseResult) => void;
+  #settled = false;
+  #cancelTimer: () => void = () => {};
 
-    stats() {
-      return {
-        running,
-        queued,
-        lanes: lanes.size,
-        byKey(key: string): LaneStats {
-          const lane = lanes.get(key);
-          return { running: lane?.running !== undefined, queued: lane?.waiting.length ?? 0 };
-        },
-      };
-    },
+  constructor() {
+    let resolveResult: (result: LaneSchedulerCloseResult) => void = () => {};
+    this.result = new Promise<LaneSchedulerCloseResult>((resolve) => {
+      resolveResult = resolve;
+    });
+    this.#resolve = resolveResult;
+  }
 
-    close({ deadlineMs }) {
-      if (closing !== undefined) return closing.result;
-      let resolveResult: (result: LaneSchedulerCloseResult) => void = () => {};
-      const result = new Promise<LaneSchedulerCloseResult>((resolve) => {
-        resolveResult = resolve;
-      });
-      let settled = false;
-      let cancelTimer: () => void = () => {};
-      const state: Closing = {
-        result,
-        counts: { finished: 0, aborted: 0, rejected: 0 },
-        deadlinePassed: false,
-        checkDrained() {
-          if (settled || running > 0 || queued > 0) return;
-          settled = true;
-          cancelTimer();
-          resolveResult({ ...state.counts });
-        },
-      };
-      closing = state;
-      logger.info({ running, queued, deadlineMs }, "lane scheduler closing; draining session work");
-      cancelTimer = startTimer(() => {
-        if (settled) return;
-        expire(state);
-        settled = true;
-        resolveResult({ ...state.counts });
-      }, deadlineMs);
-      state.checkDrained();
-      return result;
-    },
-  };
+  /** Starts the deadline timer: unless drained by then, `onDeadline` runs and the result settles. */
+  armDeadline(startTimer: StartTimer, deadlineMs: number, onDeadline: () => void): void {
+    this.#cancelTimer = startTimer(() => {
+      if (this.#settled) return;
+      onDeadline();
+      this.#settled = true;
+      this.#resolve({ ...this.counts });
+    }, deadlineMs);
+  }
+
+  /** Nothing runs or waits any more: settles the result (once) and cancels the deadline. */
+  drained(): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#cancelTimer();
+    this.#resolve({ ...this.counts });
+  }
 }
 
 /** A binary min-heap of lanes ordered by the arrival of their first waiting task. */
-function createLaneHeap() {
-  const items: Lane[] = [];
-  const order = (lane: Lane): number => lane.waiting[0]?.sequence ?? Number.POSITIVE_INFINITY;
-  const swap = (a: number, b: number): void => {
+class LaneHeap {
+  readonly #items: Lane[] = [];
+
+  get size(): number {
+    return this.#items.length;
+  }
+
+  push(lane: Lane): void {
+    const items = this.#items;
+    items.push(lane);
+    let index = items.length - 1;
+    while (index > 0) {
+      const parent = (index - 1) >> 1;
+      if (order(items[parent]!) <= order(items[index]!)) break;
+      this.#swap(parent, index);
+      index = parent;
+    }
+  }
+
+  pop(): Lane | undefined {
+    const items = this.#items;
+    const top = items[0];
+    const last = items.pop();
+    if (items.length > 0 && last !== undefined) {
+      items[0] = last;
+      let index = 0;
+      for (;;) {
+        const left = index * 2 + 1;
+        const right = left + 1;
+        let smallest = index;
+        if (left < items.length && order(items[left]!) < order(items[smallest]!)) smallest = left;
+        if (right < items.length && order(items[right]!) < order(items[smallest]!)) smallest = right;
+        if (smallest === index) break;
+        this.#swap(smallest, index);
+        index = smallest;
+      }
+    }
+    return top;
+  }
+
+  clear(): void {
+    this.#items.length = 0;
+  }
+
+  #swap(a: number, b: number): void {
+    const items = this.#items;
     const item = items[a]!;
     items[a] = items[b]!;
     items[b] = item;
-  };
-  return {
-    get size(): number {
-      return items.length;
-    },
-    push(lane: Lane): void {
-      items.push(lane);
-      let index = items.length - 1;
-      while (index > 0) {
-        const parent = (index - 1) >> 1;
-        if (order(items[parent]!) <= order(items[index]!)) break;
-        swap(parent, index);
-        index = parent;
-      }
-    },
-    pop(): Lane | undefined {
-      const top = items[0];
-      const last = items.pop();
-      if (items.length > 0 && last !== undefined) {
-        items[0] = last;
-        let index = 0;
-        for (;;) {
-          const left = index * 2 + 1;
-          const right = left + 1;
-          let smallest = index;
-          if (left < items.length && order(items[left]!) < order(items[smallest]!)) smallest = left;
-          if (right < items.length && order(items[right]!) < order(items[smallest]!)) smallest = right;
-          if (smallest === index) break;
-          swap(smallest, index);
-          index = smallest;
-        }
-      }
-      return top;
-    },
-    clear(): void {
-      items.length = 0;
-    },
-  };
+  }
+}
+
+/** A lane's place in the heap: the sequence of its first waiting task (an empty lane sorts last). */
+function order(lane: Lane): number {
+  return lane.waiting[0]?.sequence ?? Number.POSITIVE_INFINITY;
 }
