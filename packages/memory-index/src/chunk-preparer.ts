@@ -1,6 +1,4 @@
-import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import { describeError, InternalError, type Logger } from "@almanac/core";
 import type { ChunkMarkdownOptions } from "./chunk-markdown.js";
 import { searchableText } from "./hybrid-score.js";
@@ -11,6 +9,7 @@ import {
   withWireAnalysis,
 } from "./index-worker-protocol.js";
 import { analyzedChunk, chunkIndexFile, prepareIndexChunks } from "./prepare-index-chunks.js";
+import { startIndexWorker } from "./start-index-worker.js";
 import type { IndexChunk, MemoryChunk } from "./types.js";
 
 /** Options of {@link createChunkPreparer}. */
@@ -62,13 +61,6 @@ export interface ChunkPreparer {
 }
 
 /**
- * The worker's file: this TypeScript source's neighbour, which the server build rewrites to its bundled entry
- * (`memory-index-worker.js` beside the other chunks; apps/server/scripts/build.mjs).
- */
-const workerFile = new URL("./index-worker.ts", import.meta.url);
-const fromSources = workerFile.pathname.endsWith(".ts");
-
-/**
  * Bytes of files in one go (submitted since the preparer was last idle, plus those the caller expects) that
  * start the worker; a single saved file never starts it. Starting the worker takes a fraction of a second, so a
  * corpus of a few megabytes indexes faster with it and one of about a megabyte (a year of daily logs) faster
@@ -100,20 +92,6 @@ interface Job extends PreparationJob {
   wake: (() => void) | undefined;
 }
 
-/** Starts the index worker from the build, or from the TypeScript sources through tsx's CommonJS loader. */
-function startIndexWorker(): Worker {
-  if (!fromSources) return new Worker(workerFile);
-  // Under tsx or vitest a worker does not get tsx's hooks (on Node 20, `--import tsx` registers them in the
-  // main thread only), so it registers tsx itself before loading the source: tsx's CommonJS `register()`,
-  // which compiles in the worker's own thread (~5 ms, its API ~15 ms to load). The ESM one starts a hooks
-  // thread of its own and sends every import through it: ~85 ms to load, ~140-175 ms to register, and the
-  // worker was ready only after 0.5-0.8 s (now ~0.15-0.25 s). The modules the worker loads are therefore
-  // compiled to CommonJS there: no top-level await in them (chunk-preparer.test.ts runs this worker).
-  const tsxApi = createRequire(import.meta.url).resolve("tsx/cjs/api");
-  const bootstrap = `require(${JSON.stringify(tsxApi)}).register(); require(${JSON.stringify(fileURLToPath(workerFile))});`;
-  return new Worker(bootstrap, { eval: true });
-}
-
 /**
  * How often a take that keeps this thread busy (preparing while the worker starts, or taking queued files
  * while it works) lets the worker's messages in: a sync otherwise runs in microtasks and never sees them, and a
@@ -124,156 +102,260 @@ const YIELD_EVERY_MS = 3;
 /** Resolves after the event loop's next turn, once messages already received have been handled. */
 const yieldToMessages = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+/** Gives a job its state and wakes the take waiting for it, if any. */
+function settle(job: Job, state: JobState): void {
+  job.state = state;
+  const { wake } = job;
+  job.wake = undefined;
+  wake?.();
+}
+
 /** Creates a preparer; the worker starts on the first large enough backlog. */
 export function createChunkPreparer(options: ChunkPreparerOptions): ChunkPreparer {
-  const { chunking, logger } = options;
-  const idleMs = options.idleMs ?? 10_000;
-  const startWorker = options.startWorker ?? startIndexWorker;
-  const queue: Job[] = [];
-  const inFlight = new Map<number, Job>();
-  let inFlightBytes = 0;
-  const startBytes = options.workerStartBytes ?? workerStartBytes;
+  return new StagedChunkPreparer(options);
+}
+
+/**
+ * The {@link ChunkPreparer} {@link createChunkPreparer} makes: a queue of jobs, the worker (while it is useful)
+ * and the byte counts that decide when it starts. Named apart from the interface so callers and fakes depend on
+ * the shape, not on this class's private state.
+ */
+class StagedChunkPreparer implements ChunkPreparer {
+  readonly #chunking: ChunkMarkdownOptions | undefined;
+  readonly #logger: Logger;
+  readonly #idleMs: number;
+  readonly #startWorker: () => Worker;
+  readonly #startBytes: number;
+  readonly #queue: Job[] = [];
+  readonly #inFlight = new Map<number, Job>();
+  #inFlightBytes = 0;
   /** Bytes submitted and not yet taken. */
-  let backlogBytes = 0;
+  #backlogBytes = 0;
   /** Bytes submitted since the preparer was last idle (nothing submitted and untaken). */
-  let burstBytes = 0;
+  #burstBytes = 0;
   /** What the last submit said would follow it. */
-  let comingBytes = 0;
-  let nextId = 0;
-  let worker: Worker | undefined;
-  let ready = false;
-  let broken = false;
-  let idleTimer: NodeJS.Timeout | undefined;
+  #comingBytes = 0;
+  #nextId = 0;
+  #worker: Worker | undefined;
+  #ready = false;
+  #broken = false;
+  #idleTimer: NodeJS.Timeout | undefined;
+  #lastYield = performance.now();
+  #preparedHere = 0;
+  #preparedInWorker = 0;
+  #readyWaiters: ((ready: boolean) => void)[] = [];
 
-  let lastYield = performance.now();
+  constructor(options: ChunkPreparerOptions) {
+    this.#chunking = options.chunking;
+    this.#logger = options.logger;
+    this.#idleMs = options.idleMs ?? 10_000;
+    this.#startWorker = options.startWorker ?? startIndexWorker;
+    this.#startBytes = options.workerStartBytes ?? workerStartBytes;
+  }
+
+  submit(relative: string, content: Uint8Array, coming = 0): PreparationJob {
+    const job: Job = {
+      id: this.#nextId++,
+      relative,
+      content,
+      bytes: content.byteLength,
+      chunks: undefined,
+      state: { kind: "queued" },
+      wake: undefined,
+    };
+    this.#queue.push(job);
+    if (this.#backlogBytes === 0) this.#burstBytes = 0;
+    this.#backlogBytes += job.bytes;
+    this.#burstBytes += job.bytes;
+    this.#comingBytes = coming;
+    this.#ensureWorker();
+    this.#pump();
+    return job;
+  }
+
+  async take(handle: PreparationJob): Promise<IndexChunk[]> {
+    const job = handle as Job;
+    const queue = this.#queue;
+    try {
+      for (;;) {
+        const { state } = job;
+        if (state.kind === "prepared") return state.chunks;
+        if (state.kind === "thrown") throw state.error;
+        if (state.kind === "queued" && this.#worker !== undefined && !this.#ready) {
+          // While the worker starts, this thread cuts the queued files in order (its half of the work either
+          // way), and analyses this one itself only once all are cut: analysing here too made it warm up
+          // the analysis (JIT, the segmenter) as well, a slow start for the first files.
+          const uncut = queue.find((queued) => queued.chunks === undefined);
+          if (uncut !== undefined) this.#cutHere(uncut);
+          await this.#yieldNowAndThen(); // its "ready"
+          if (job.state.kind !== "queued" || uncut !== undefined) continue;
+        }
+        if (job.state.kind === "queued" || job.state.kind === "failed-in-worker") {
+          const at = queue.indexOf(job);
+          if (at >= 0) queue.splice(at, 1);
+          this.#prepareHere(job);
+          continue;
+        }
+        // Sent and not back yet: prepare a queued file meanwhile (the last, which is needed last).
+        const stolen = queue.pop();
+        if (stolen !== undefined) {
+          this.#prepareHere(stolen);
+          await this.#yieldNowAndThen();
+          continue;
+        }
+        await new Promise<void>((resolve) => {
+          job.wake = resolve;
+        });
+        this.#lastYield = performance.now();
+      }
+    } finally {
+      this.#backlogBytes -= job.bytes;
+    }
+  }
+
+  discard(handle: PreparationJob): void {
+    const job = handle as Job;
+    const at = this.#queue.indexOf(job);
+    if (at >= 0) this.#queue.splice(at, 1);
+    this.#backlogBytes -= job.bytes;
+  }
+
+  stats(): { readonly preparedHere: number; readonly preparedInWorker: number } {
+    return { preparedHere: this.#preparedHere, preparedInWorker: this.#preparedInWorker };
+  }
+
+  whenWorkerReady(): Promise<boolean> {
+    if (this.#ready) return Promise.resolve(true);
+    if (this.#worker === undefined) return Promise.resolve(false);
+    return new Promise((resolve) => this.#readyWaiters.push(resolve));
+  }
+
+  async close(): Promise<void> {
+    this.#stopWorker();
+    this.#reclaim();
+  }
+
   /** Lets the worker's messages in if this thread has been busy for {@link YIELD_EVERY_MS}. */
-  const yieldNowAndThen = async (): Promise<void> => {
-    if (performance.now() - lastYield < YIELD_EVERY_MS) return;
+  async #yieldNowAndThen(): Promise<void> {
+    if (performance.now() - this.#lastYield < YIELD_EVERY_MS) return;
     await yieldToMessages();
-    lastYield = performance.now();
-  };
-  let preparedHere = 0;
-  let preparedInWorker = 0;
-  let readyWaiters: ((ready: boolean) => void)[] = [];
+    this.#lastYield = performance.now();
+  }
 
-  const prepareHere = (job: Job): void => {
-    preparedHere += 1;
+  #prepareHere(job: Job): void {
+    this.#preparedHere += 1;
     try {
       const chunks =
         job.chunks === undefined
-          ? prepareIndexChunks(job.relative, job.content, chunking)
+          ? prepareIndexChunks(job.relative, job.content, this.#chunking)
           : job.chunks.map(analyzedChunk);
       job.state = { kind: "prepared", chunks };
     } catch (error) {
       job.state = { kind: "thrown", error };
     }
-  };
-
-  const settle = (job: Job, state: JobState): void => {
-    job.state = state;
-    const { wake } = job;
-    job.wake = undefined;
-    wake?.();
-  };
+  }
 
   /**
    * This thread's half of a job: counting tokens and cutting the file into chunks (a file that cannot be cut
    * throws here, as it always has: the job settles with the error). False when it threw.
    */
-  const cutHere = (job: Job): boolean => {
+  #cutHere(job: Job): boolean {
     if (job.chunks !== undefined) return true;
     try {
-      job.chunks = chunkIndexFile(job.relative, job.content, chunking);
+      job.chunks = chunkIndexFile(job.relative, job.content, this.#chunking);
       return true;
     } catch (error) {
-      const at = queue.indexOf(job);
-      if (at >= 0) queue.splice(at, 1);
+      const at = this.#queue.indexOf(job);
+      if (at >= 0) this.#queue.splice(at, 1);
       settle(job, { kind: "thrown", error });
       return false;
     }
-  };
+  }
 
-  const tellReady = (isReady: boolean): void => {
-    const waiters = readyWaiters;
-    readyWaiters = [];
+  #tellReady(isReady: boolean): void {
+    const waiters = this.#readyWaiters;
+    this.#readyWaiters = [];
     for (const waiter of waiters) waiter(isReady);
-  };
+  }
 
-  const stopWorker = (): void => {
-    if (idleTimer !== undefined) clearTimeout(idleTimer);
-    idleTimer = undefined;
-    const stopping = worker;
-    worker = undefined;
-    ready = false;
-    tellReady(false);
+  #stopWorker(): void {
+    if (this.#idleTimer !== undefined) clearTimeout(this.#idleTimer);
+    this.#idleTimer = undefined;
+    const stopping = this.#worker;
+    this.#worker = undefined;
+    this.#ready = false;
+    this.#tellReady(false);
     if (stopping === undefined) return;
     void stopping.terminate();
-  };
+  }
 
   /** Jobs the worker holds go back to the queue's front, for this thread to prepare when they are taken. */
-  const reclaim = (): void => {
-    const orphans = [...inFlight.values()].sort((left, right) => left.id - right.id);
-    inFlight.clear();
-    inFlightBytes = 0;
-    queue.unshift(...orphans);
+  #reclaim(): void {
+    const orphans = [...this.#inFlight.values()].sort((left, right) => left.id - right.id);
+    this.#inFlight.clear();
+    this.#inFlightBytes = 0;
+    this.#queue.unshift(...orphans);
     for (const job of orphans) settle(job, { kind: "queued" });
-  };
+  }
 
   /** The worker died or could not load: logged once, and this preparer keeps to the main thread. */
-  const onWorkerLost = (lost: Worker, error: unknown): void => {
-    if (worker !== lost) return;
-    stopWorker();
-    broken = true;
-    logger.warn(
+  #onWorkerLost(lost: Worker, error: unknown): void {
+    if (this.#worker !== lost) return;
+    this.#stopWorker();
+    this.#broken = true;
+    this.#logger.warn(
       { error: describeError(error) },
       "index worker stopped; memory files are prepared on the main thread",
     );
-    reclaim();
-  };
+    this.#reclaim();
+  }
 
-  const pump = (): void => {
-    if (worker === undefined || !ready) return;
-    while (queue.length > 0 && (inFlight.size === 0 || inFlightBytes < WORKER_IN_FLIGHT_BYTES)) {
+  /** Sends queued jobs to a ready worker up to {@link WORKER_IN_FLIGHT_BYTES}; refs it only while it works. */
+  #pump(): void {
+    const worker = this.#worker;
+    if (worker === undefined || !this.#ready) return;
+    const queue = this.#queue;
+    while (queue.length > 0 && (this.#inFlight.size === 0 || this.#inFlightBytes < WORKER_IN_FLIGHT_BYTES)) {
       const job = queue.shift()!;
-      if (!cutHere(job) || job.chunks === undefined) continue;
+      if (!this.#cutHere(job) || job.chunks === undefined) continue;
       if (job.chunks.length === 0) {
         settle(job, { kind: "prepared", chunks: [] });
         continue;
       }
       job.state = { kind: "sent" };
-      inFlight.set(job.id, job);
-      inFlightBytes += job.bytes;
+      this.#inFlight.set(job.id, job);
+      this.#inFlightBytes += job.bytes;
       const request: IndexWorkerRequest = { id: job.id, texts: job.chunks.map(searchableText) };
       worker.postMessage(request);
     }
-    if (inFlight.size > 0) {
+    if (this.#inFlight.size > 0) {
       // Only while it works for us: an idle worker must not keep the process alive.
       worker.ref();
-      if (idleTimer !== undefined) clearTimeout(idleTimer);
-      idleTimer = undefined;
+      if (this.#idleTimer !== undefined) clearTimeout(this.#idleTimer);
+      this.#idleTimer = undefined;
     } else {
       worker.unref();
-      if (idleTimer === undefined) {
-        idleTimer = setTimeout(stopWorker, idleMs);
-        idleTimer.unref();
+      if (this.#idleTimer === undefined) {
+        this.#idleTimer = setTimeout(() => this.#stopWorker(), this.#idleMs);
+        this.#idleTimer.unref();
       }
     }
-  };
+  }
 
-  const onReply = (message: IndexWorkerReply): void => {
+  #onReply(message: IndexWorkerReply): void {
     if (message.kind === "ready") {
-      ready = true;
-      tellReady(true);
-      pump();
+      this.#ready = true;
+      this.#tellReady(true);
+      this.#pump();
       return;
     }
-    const job = inFlight.get(message.id);
+    const job = this.#inFlight.get(message.id);
     if (job === undefined) return;
-    inFlight.delete(message.id);
-    inFlightBytes -= job.bytes;
+    this.#inFlight.delete(message.id);
+    this.#inFlightBytes -= job.bytes;
     const chunks = job.chunks ?? [];
     if (message.kind === "analysed" && message.analyses.length === chunks.length) {
-      preparedInWorker += 1;
+      this.#preparedInWorker += 1;
       const { analyses } = message;
       settle(job, {
         kind: "prepared",
@@ -282,116 +364,36 @@ export function createChunkPreparer(options: ChunkPreparerOptions): ChunkPrepare
     } else {
       settle(job, { kind: "failed-in-worker" });
     }
-    pump();
-  };
+    this.#pump();
+  }
 
-  const ensureWorker = (): void => {
-    if (worker !== undefined || broken || burstBytes + comingBytes < startBytes) return;
+  #ensureWorker(): void {
+    if (this.#worker !== undefined || this.#broken || this.#burstBytes + this.#comingBytes < this.#startBytes)
+      return;
     let started: Worker;
     try {
-      started = startWorker();
+      started = this.#startWorker();
     } catch (error) {
-      worker = undefined;
-      broken = true;
-      logger.warn(
+      this.#worker = undefined;
+      this.#broken = true;
+      this.#logger.warn(
         { error: describeError(error) },
         "index worker did not start; memory files are prepared on the main thread",
       );
       return;
     }
-    worker = started;
+    this.#worker = started;
     started.unref();
-    logger.debug({ backlogBytes }, "index worker started");
+    this.#logger.debug({ backlogBytes: this.#backlogBytes }, "index worker started");
     started.on("message", (message: unknown) => {
-      if (worker === started && isIndexWorkerReply(message)) onReply(message);
+      if (this.#worker === started && isIndexWorkerReply(message)) this.#onReply(message);
     });
-    started.on("error", (error) => onWorkerLost(started, error));
+    started.on("error", (error) => this.#onWorkerLost(started, error));
     started.on("exit", (code) =>
-      onWorkerLost(
+      this.#onWorkerLost(
         started,
         new InternalError("index.worker_exited", `index worker exited with code ${code}`),
       ),
     );
-  };
-
-  return {
-    submit(relative, content, coming = 0) {
-      const job: Job = {
-        id: nextId++,
-        relative,
-        content,
-        bytes: content.byteLength,
-        chunks: undefined,
-        state: { kind: "queued" },
-        wake: undefined,
-      };
-      queue.push(job);
-      if (backlogBytes === 0) burstBytes = 0;
-      backlogBytes += job.bytes;
-      burstBytes += job.bytes;
-      comingBytes = coming;
-      ensureWorker();
-      pump();
-      return job;
-    },
-
-    async take(handle) {
-      const job = handle as Job;
-      try {
-        for (;;) {
-          const { state } = job;
-          if (state.kind === "prepared") return state.chunks;
-          if (state.kind === "thrown") throw state.error;
-          if (state.kind === "queued" && worker !== undefined && !ready) {
-            // While the worker starts, this thread cuts the queued files in order (its half of the work either
-            // way), and analyses this one itself only once all are cut: analysing here too made it warm up
-            // the analysis (JIT, the segmenter) as well, a slow start for the first files.
-            const uncut = queue.find((queued) => queued.chunks === undefined);
-            if (uncut !== undefined) cutHere(uncut);
-            await yieldNowAndThen(); // its "ready"
-            if (job.state.kind !== "queued" || uncut !== undefined) continue;
-          }
-          if (job.state.kind === "queued" || job.state.kind === "failed-in-worker") {
-            const at = queue.indexOf(job);
-            if (at >= 0) queue.splice(at, 1);
-            prepareHere(job);
-            continue;
-          }
-          // Sent and not back yet: prepare a queued file meanwhile (the last, which is needed last).
-          const stolen = queue.pop();
-          if (stolen !== undefined) {
-            prepareHere(stolen);
-            await yieldNowAndThen();
-            continue;
-          }
-          await new Promise<void>((resolve) => {
-            job.wake = resolve;
-          });
-          lastYield = performance.now();
-        }
-      } finally {
-        backlogBytes -= job.bytes;
-      }
-    },
-
-    discard(handle) {
-      const job = handle as Job;
-      const at = queue.indexOf(job);
-      if (at >= 0) queue.splice(at, 1);
-      backlogBytes -= job.bytes;
-    },
-
-    stats: () => ({ preparedHere, preparedInWorker }),
-
-    whenWorkerReady() {
-      if (ready) return Promise.resolve(true);
-      if (worker === undefined) return Promise.resolve(false);
-      return new Promise((resolve) => readyWaiters.push(resolve));
-    },
-
-    async close() {
-      stopWorker();
-      reclaim();
-    },
-  };
+  }
 }

@@ -2,7 +2,7 @@ import * as path from "node:path";
 import { describeError, type Embedder, type Logger, silentLogger } from "@almanac/core";
 import { listMemoryFiles } from "@almanac/memory-files";
 import type { ChunkMarkdownOptions } from "./chunk-markdown.js";
-import { createChunkPreparer } from "./chunk-preparer.js";
+import { type ChunkPreparer, createChunkPreparer } from "./chunk-preparer.js";
 import { catchUpEmbeddings } from "./embedding-catch-up.js";
 import {
   createEmbeddingGate,
@@ -10,7 +10,7 @@ import {
   type EmbeddingGateStatus,
   isEmbeddingGate,
 } from "./embedding-gate.js";
-import { createFileIndexing } from "./index-files.js";
+import { createFileIndexing, type FileIndexing } from "./index-files.js";
 import { type MemoryWatcher, watchMemoryFiles } from "./memory-watcher.js";
 import type { MemoryIndexBackend } from "./types.js";
 
@@ -93,57 +93,155 @@ export interface MemoryIndexer {
 
 /** Creates the indexer; nothing happens until `sync()` or `watch()`. */
 export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexer {
-  const { backend } = options;
-  const workspace = path.resolve(options.workspace);
-  const logger = (options.logger ?? silentLogger).child({
-    component: "memory-indexer",
-    backend: backend.kind,
-  });
-  const embeddings =
-    options.embedder === undefined
-      ? createEmbeddingGate({ logger })
-      : isEmbeddingGate(options.embedder)
-        ? options.embedder
-        : createEmbeddingGate({ embedder: options.embedder, logger });
-  const clock = options.clock ?? Date.now;
-  const batchSize = options.embedBatchSize ?? 64;
-  const retryIntervalMs = options.retryIntervalMs ?? 60_000;
-  const progressIntervalMs = options.progressIntervalMs ?? 5000;
-  let tail: Promise<unknown> = Promise.resolve();
-  let queued = 0;
-  let watcher: MemoryWatcher | undefined;
-  let retryTimer: NodeJS.Timeout | undefined;
-  let unsubscribe: (() => void) | undefined;
-  let lastSync: MemoryIndexStatus["lastSync"];
-  let catchUpScheduled = false;
-  let needsFullSync = false;
-  let blockedReason: string | undefined;
-  let closed = false;
-  const preparer = createChunkPreparer({
-    logger,
-    ...(options.chunking === undefined ? {} : { chunking: options.chunking }),
-  });
+  return new WorkspaceIndexer(options);
+}
 
-  const enqueue = <T>(task: () => Promise<T>): Promise<T> => {
-    queued += 1;
-    const run = tail.then(task, task).finally(() => {
-      queued -= 1;
+/**
+ * The {@link MemoryIndexer} {@link createMemoryIndexer} makes, over one workspace and backend. Every sync, watcher
+ * batch and embedding catch-up runs through one queue, one task at a time, so they never write the index at once.
+ */
+class WorkspaceIndexer implements MemoryIndexer {
+  readonly embeddings: EmbeddingGate;
+  readonly #backend: MemoryIndexBackend;
+  readonly #workspace: string;
+  readonly #logger: Logger;
+  readonly #debounceMs: number | undefined;
+  readonly #clock: () => number;
+  readonly #batchSize: number;
+  readonly #retryIntervalMs: number;
+  readonly #progressIntervalMs: number;
+  readonly #preparer: ChunkPreparer;
+  readonly #files: FileIndexing;
+  #tail: Promise<unknown> = Promise.resolve();
+  #queued = 0;
+  #watcher: MemoryWatcher | undefined;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #lastSync: MemoryIndexStatus["lastSync"];
+  #catchUpScheduled = false;
+  #needsFullSync = false;
+  #blockedReason: string | undefined;
+  #closed = false;
+
+  constructor(options: MemoryIndexerOptions) {
+    const { backend } = options;
+    this.#backend = backend;
+    this.#workspace = path.resolve(options.workspace);
+    const logger = (options.logger ?? silentLogger).child({
+      component: "memory-indexer",
+      backend: backend.kind,
     });
-    tail = run.catch(() => undefined);
-    return run;
-  };
+    this.#logger = logger;
+    this.embeddings =
+      options.embedder === undefined
+        ? createEmbeddingGate({ logger })
+        : isEmbeddingGate(options.embedder)
+          ? options.embedder
+          : createEmbeddingGate({ embedder: options.embedder, logger });
+    this.#debounceMs = options.debounceMs;
+    this.#clock = options.clock ?? Date.now;
+    this.#batchSize = options.embedBatchSize ?? 64;
+    this.#retryIntervalMs = options.retryIntervalMs ?? 60_000;
+    this.#progressIntervalMs = options.progressIntervalMs ?? 5000;
+    this.#preparer = createChunkPreparer({
+      logger,
+      ...(options.chunking === undefined ? {} : { chunking: options.chunking }),
+    });
+    this.#files = createFileIndexing({
+      backend,
+      workspace: this.#workspace,
+      preparer: this.#preparer,
+      embeddings: this.embeddings,
+      logger,
+    });
+  }
 
-  const files = createFileIndexing({ backend, workspace, preparer, embeddings, logger });
-  const indexPaths = files.indexPaths;
+  sync(syncOptions: SyncOptions = {}): Promise<SyncReport> {
+    return this.#enqueue(() => this.#syncAll(syncOptions, true));
+  }
+
+  async watch(): Promise<void> {
+    if (this.#watcher !== undefined || this.#closed) return;
+    this.#watcher = await watchMemoryFiles({
+      workspace: this.#workspace,
+      logger: this.#logger,
+      onChange: (paths) => this.#onFilesChanged(paths),
+      ...(this.#debounceMs === undefined ? {} : { debounceMs: this.#debounceMs }),
+    });
+    this.#unsubscribe = this.embeddings.onModeChange((mode) => {
+      if (mode === "hybrid") this.#scheduleCatchUp();
+    });
+    this.#retryTimer = setInterval(() => {
+      if (this.#needsFullSync) this.#onFilesChanged("all");
+      else this.#scheduleCatchUp();
+    }, this.#retryIntervalMs);
+    this.#retryTimer.unref();
+  }
+
+  async status(): Promise<MemoryIndexStatus> {
+    const stats = await this.#backend.stats();
+    return {
+      backend: this.#backend.kind,
+      files: stats.files,
+      chunks: stats.chunks,
+      embeddedChunks: stats.embeddedChunks,
+      pendingChunks: stats.chunks - stats.embeddedChunks,
+      dimensions: stats.dimensions,
+      lastSync: this.#lastSync,
+      watching: this.#watcher !== undefined,
+      embedding: this.embeddings.status(),
+    };
+  }
+
+  reindex(syncOptions: SyncOptions = {}): Promise<SyncReport> {
+    return this.#enqueue(async () => {
+      this.#logger.info({}, "memory reindex started");
+      await this.#backend.clear();
+      this.#blockedReason = undefined;
+      return this.#syncAll(syncOptions, true);
+    });
+  }
+
+  async whenIdle(): Promise<void> {
+    for (;;) {
+      await this.#tail;
+      await new Promise((resolve) => setImmediate(resolve));
+      if (this.#queued === 0 && this.#watcher?.pending() !== true && !this.#catchUpScheduled) return;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#retryTimer !== undefined) clearInterval(this.#retryTimer);
+    this.#unsubscribe?.();
+    await this.#watcher?.close();
+    this.#watcher = undefined;
+    await this.#tail;
+    await this.#preparer.close();
+  }
+
+  /** Runs `task` after every task queued before it, whether those failed or not. */
+  #enqueue<T>(task: () => Promise<T>): Promise<T> {
+    this.#queued += 1;
+    const run = this.#tail.then(task, task).finally(() => {
+      this.#queued -= 1;
+    });
+    this.#tail = run.catch(() => undefined);
+    return run;
+  }
 
   /** One catch-up pass; logs a vector-size problem once instead of on every pass. */
-  async function catchUp(maxChunks: number) {
-    if (!embeddings.configured || blockedReason !== undefined)
+  async #catchUp(maxChunks: number): Promise<{ fromCache: number; embedded: number; morePending: boolean }> {
+    if (!this.embeddings.configured || this.#blockedReason !== undefined)
       return { fromCache: 0, embedded: 0, morePending: false };
-    const report = await catchUpEmbeddings(backend, embeddings, { batchSize, maxChunks });
+    const report = await catchUpEmbeddings(this.#backend, this.embeddings, {
+      batchSize: this.#batchSize,
+      maxChunks,
+    });
     if (report.blocked !== undefined) {
-      blockedReason = report.blocked;
-      logger.error(
+      this.#blockedReason = report.blocked;
+      this.#logger.error(
         { error: report.blocked },
         "vectors do not fit the index: memory search stays full-text until reindex",
       );
@@ -151,22 +249,25 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
     return report;
   }
 
-  async function dropStaleVectors(): Promise<void> {
-    if (!embeddings.configured) return;
-    const { vectorModel } = await backend.stats();
-    if (vectorModel !== undefined && vectorModel !== embeddings.modelName) {
-      logger.warn(
-        { from: vectorModel, to: embeddings.modelName },
+  async #dropStaleVectors(): Promise<void> {
+    if (!this.embeddings.configured) return;
+    const { vectorModel } = await this.#backend.stats();
+    if (vectorModel !== undefined && vectorModel !== this.embeddings.modelName) {
+      this.#logger.warn(
+        { from: vectorModel, to: this.embeddings.modelName },
         "embedding model changed: re-embedding every chunk",
       );
-      await backend.clearVectors();
+      await this.#backend.clearVectors();
     }
   }
 
-  async function syncAll(syncOptions: SyncOptions, fullCatchUp: boolean): Promise<SyncReport> {
+  async #syncAll(syncOptions: SyncOptions, fullCatchUp: boolean): Promise<SyncReport> {
+    const backend = this.#backend;
+    const logger = this.#logger;
+    const clock = this.#clock;
     const started = clock();
-    await dropStaleVectors();
-    const files = await listMemoryFiles(workspace);
+    await this.#dropStaleVectors();
+    const files = await listMemoryFiles(this.#workspace);
     const onDisk = new Set(files);
     let filesRemoved = 0;
     for (const known of await backend.listFiles()) {
@@ -182,15 +283,15 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
     let chunksFromCache = 0;
     let lastLog = clock();
     let done = 0;
-    const inWorkerBefore = preparer.stats().preparedInWorker;
-    await indexPaths(files, true, true, (_relative, result) => {
+    const inWorkerBefore = this.#preparer.stats().preparedInWorker;
+    await this.#files.indexPaths(files, true, true, (_relative, result) => {
       if (result?.outcome === "indexed") filesIndexed += 1;
       if (result?.outcome === "removed") filesRemoved += 1;
       chunksIndexed += result?.chunks ?? 0;
       chunksFromCache += result?.fromCache ?? 0;
       done += 1;
       syncOptions.onProgress?.({ phase: "index", done, total: files.length });
-      if (clock() - lastLog >= progressIntervalMs) {
+      if (clock() - lastLog >= this.#progressIntervalMs) {
         lastLog = clock();
         logger.info({ done, total: files.length, chunksIndexed }, "memory sync progress");
       }
@@ -200,15 +301,15 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
       const { chunks, embeddedChunks } = await backend.stats();
       let more = true;
       while (more) {
-        const pass = await catchUp(batchSize * 16);
+        const pass = await this.#catchUp(this.#batchSize * 16);
         chunksFromCache += pass.fromCache;
         chunksEmbedded += pass.embedded;
-        more = pass.morePending && embeddings.mode() === "hybrid" && pass.fromCache + pass.embedded > 0;
+        more = pass.morePending && this.embeddings.mode() === "hybrid" && pass.fromCache + pass.embedded > 0;
         const done = Math.min(chunks, embeddedChunks + chunksFromCache + chunksEmbedded);
         syncOptions.onProgress?.({ phase: "embed", done, total: chunks });
       }
     } else {
-      scheduleCatchUp();
+      this.#scheduleCatchUp();
     }
     const report: SyncReport = {
       filesScanned: files.length,
@@ -220,108 +321,51 @@ export function createMemoryIndexer(options: MemoryIndexerOptions): MemoryIndexe
       chunksEmbedded,
       durationMs: clock() - started,
     };
-    lastSync = { at: clock(), report };
+    this.#lastSync = { at: clock(), report };
     // Which thread prepared the files: operators (and the build's test) can see the worker at work.
-    const filesPreparedInWorker = preparer.stats().preparedInWorker - inWorkerBefore;
+    const filesPreparedInWorker = this.#preparer.stats().preparedInWorker - inWorkerBefore;
     logger.info({ ...report, filesPreparedInWorker }, "memory sync done");
-    needsFullSync = false;
+    this.#needsFullSync = false;
     return report;
   }
 
-  function scheduleCatchUp(): void {
-    if (catchUpScheduled || closed || !embeddings.configured || embeddings.mode() === "text") return;
-    catchUpScheduled = true;
-    void enqueue(async () => {
-      catchUpScheduled = false;
-      const pass = await catchUp(batchSize * 8);
-      if (pass.morePending && pass.fromCache + pass.embedded > 0) setImmediate(scheduleCatchUp);
-    }).catch((error: unknown) => logger.warn({ error: describeError(error) }, "embedding catch-up failed"));
+  #scheduleCatchUp(): void {
+    if (
+      this.#catchUpScheduled ||
+      this.#closed ||
+      !this.embeddings.configured ||
+      this.embeddings.mode() === "text"
+    )
+      return;
+    this.#catchUpScheduled = true;
+    void this.#enqueue(async () => {
+      this.#catchUpScheduled = false;
+      const pass = await this.#catchUp(this.#batchSize * 8);
+      if (pass.morePending && pass.fromCache + pass.embedded > 0) setImmediate(() => this.#scheduleCatchUp());
+    }).catch((error: unknown) =>
+      this.#logger.warn({ error: describeError(error) }, "embedding catch-up failed"),
+    );
   }
 
-  function onFilesChanged(paths: ReadonlySet<string> | "all"): void {
-    void enqueue(async () => {
-      if (paths === "all" || needsFullSync) {
-        await syncAll({}, false);
+  #onFilesChanged(paths: ReadonlySet<string> | "all"): void {
+    void this.#enqueue(async () => {
+      if (paths === "all" || this.#needsFullSync) {
+        await this.#syncAll({}, false);
         return;
       }
-      await indexPaths([...paths], false, false, (relative, result) => {
-        logger.debug(
+      await this.#files.indexPaths([...paths], false, false, (relative, result) => {
+        this.#logger.debug(
           { path: relative, outcome: result?.outcome, chunks: result?.chunks },
           "memory file updated",
         );
       });
-      scheduleCatchUp();
+      this.#scheduleCatchUp();
     }).catch((error: unknown) => {
-      needsFullSync = true;
-      logger.warn(
+      this.#needsFullSync = true;
+      this.#logger.warn(
         { error: describeError(error) },
         "memory index update failed; retrying on the next interval",
       );
     });
   }
-
-  return {
-    embeddings,
-    sync: (syncOptions = {}) => enqueue(() => syncAll(syncOptions, true)),
-
-    async watch() {
-      if (watcher !== undefined || closed) return;
-      watcher = await watchMemoryFiles({
-        workspace,
-        logger,
-        onChange: onFilesChanged,
-        ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
-      });
-      unsubscribe = embeddings.onModeChange((mode) => {
-        if (mode === "hybrid") scheduleCatchUp();
-      });
-      retryTimer = setInterval(() => {
-        if (needsFullSync) onFilesChanged("all");
-        else scheduleCatchUp();
-      }, retryIntervalMs);
-      retryTimer.unref();
-    },
-
-    async status() {
-      const stats = await backend.stats();
-      return {
-        backend: backend.kind,
-        files: stats.files,
-        chunks: stats.chunks,
-        embeddedChunks: stats.embeddedChunks,
-        pendingChunks: stats.chunks - stats.embeddedChunks,
-        dimensions: stats.dimensions,
-        lastSync,
-        watching: watcher !== undefined,
-        embedding: embeddings.status(),
-      };
-    },
-
-    reindex: (syncOptions = {}) =>
-      enqueue(async () => {
-        logger.info({}, "memory reindex started");
-        await backend.clear();
-        blockedReason = undefined;
-        return syncAll(syncOptions, true);
-      }),
-
-    async whenIdle() {
-      for (;;) {
-        await tail;
-        await new Promise((resolve) => setImmediate(resolve));
-        if (queued === 0 && watcher?.pending() !== true && !catchUpScheduled) return;
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-    },
-
-    async close() {
-      closed = true;
-      if (retryTimer !== undefined) clearInterval(retryTimer);
-      unsubscribe?.();
-      await watcher?.close();
-      watcher = undefined;
-      await tail;
-      await preparer.close();
-    },
-  };
 }
