@@ -111,127 +111,109 @@ export interface FileIndexing {
   ): Promise<void>;
 }
 
-/** Creates the {@link FileIndexing} of one indexer. */
+/**
+ * Creates the {@link FileIndexing} of one indexer. It holds nothing between runs but its options: each run's
+ * state (the batch, the files read ahead) lives in an {@link IndexingRun}. `indexPaths` uses no `this`, so the
+ * indexer may hold it detached.
+ */
 export function createFileIndexing(options: FileIndexingOptions): FileIndexing {
-  const { backend, workspace, preparer, embeddings, logger } = options;
-
-  const cachedVectorsFor = async (chunks: readonly IndexChunk[]) => {
-    const model = embeddings.modelName;
-    if (model === undefined) return undefined;
-    const cached = await backend.cachedVectors(model, [...new Set(chunks.map((chunk) => chunk.hash))]);
-    return { model, vectors: chunks.map((chunk) => cached.get(chunk.hash)) };
+  return {
+    indexPaths: (paths, trustStat, skipFailures, onDone) =>
+      new IndexingRun(options, paths, trustStat, skipFailures, onDone).run(),
   };
+}
 
-  /**
-   * Reads what changed in one file (what a run does a few files ahead of the indexing). `trustStat`: an unchanged size and mtime mean an unchanged file (start-up
-   * sync). A watcher event says otherwise, so then the content hash decides (mtime ticks can be coarse).
-   */
-  async function readChange(relative: string, trustStat: boolean): Promise<FileChange> {
-    const absolute = path.join(workspace, relative);
-    const known = await backend.fileState(relative);
-    let stats: Stats | undefined;
-    try {
-      stats = lstatSync(absolute);
-    } catch (error) {
-      const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
-      if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
-    }
-    if (stats === undefined || !stats.isFile()) return { kind: known === undefined ? "absent" : "removed" };
-    if (trustStat && known !== undefined && known.mtimeMs === stats.mtimeMs && known.size === stats.size) {
-      return { kind: "unchanged" };
-    }
-    const bytes = stats.size <= SYNC_READ_BYTES ? readFileSync(absolute) : await readFile(absolute);
-    const hash = sha256(bytes);
-    if (known !== undefined && known.hash === hash) return { kind: "unchanged" };
-    return { kind: "changed", stats, bytes, hash };
+/**
+ * Reads what changed in one file (what a run does a few files ahead of the indexing). `trustStat`: an unchanged size and mtime mean an unchanged file (start-up
+ * sync). A watcher event says otherwise, so then the content hash decides (mtime ticks can be coarse).
+ */
+async function readChange(
+  { backend, workspace }: FileIndexingOptions,
+  relative: string,
+  trustStat: boolean,
+): Promise<FileChange> {
+  const absolute = path.join(workspace, relative);
+  const known = await backend.fileState(relative);
+  let stats: Stats | undefined;
+  try {
+    stats = lstatSync(absolute);
+  } catch (error) {
+    const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
+    if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
   }
-
-  /** A changed file's upsert from its prepared chunks, with any vectors the cache holds. */
-  async function toUpsert(
-    relative: string,
-    change: Extract<FileChange, { kind: "changed" }>,
-    chunks: IndexChunk[],
-  ): Promise<PreparedUpsert> {
-    const { stats, hash } = change;
-    const cached = await cachedVectorsFor(chunks);
-    const file = {
-      path: relative,
-      hash,
-      mtimeMs: stats.mtimeMs,
-      size: stats.size,
-      source: memorySource(relative),
-    };
-    const fromCache = cached?.vectors.filter((vector) => vector !== undefined).length ?? 0;
-    return {
-      relative,
-      upsert: { file, chunks, ...(cached === undefined ? {} : { embeddings: cached }) },
-      fromCache,
-    };
+  if (stats === undefined || !stats.isFile()) return { kind: known === undefined ? "absent" : "removed" };
+  if (trustStat && known !== undefined && known.mtimeMs === stats.mtimeMs && known.size === stats.size) {
+    return { kind: "unchanged" };
   }
+  const bytes = stats.size <= SYNC_READ_BYTES ? readFileSync(absolute) : await readFile(absolute);
+  const hash = sha256(bytes);
+  if (known !== undefined && known.hash === hash) return { kind: "unchanged" };
+  return { kind: "changed", stats, bytes, hash };
+}
 
-  /** See {@link FileIndexing.indexPaths}. */
-  async function indexPaths(
+/** The vectors the backend's cache holds for `chunks` under the current model (none without a model). */
+async function cachedVectorsFor({ backend, embeddings }: FileIndexingOptions, chunks: readonly IndexChunk[]) {
+  const model = embeddings.modelName;
+  if (model === undefined) return undefined;
+  const cached = await backend.cachedVectors(model, [...new Set(chunks.map((chunk) => chunk.hash))]);
+  return { model, vectors: chunks.map((chunk) => cached.get(chunk.hash)) };
+}
+
+/** A changed file's upsert from its prepared chunks, with any vectors the cache holds. */
+async function toUpsert(
+  options: FileIndexingOptions,
+  relative: string,
+  change: Extract<FileChange, { kind: "changed" }>,
+  chunks: IndexChunk[],
+): Promise<PreparedUpsert> {
+  const { stats, hash } = change;
+  const cached = await cachedVectorsFor(options, chunks);
+  const file = {
+    path: relative,
+    hash,
+    mtimeMs: stats.mtimeMs,
+    size: stats.size,
+    source: memorySource(relative),
+  };
+  const fromCache = cached?.vectors.filter((vector) => vector !== undefined).length ?? 0;
+  return {
+    relative,
+    upsert: { file, chunks, ...(cached === undefined ? {} : { embeddings: cached }) },
+    fromCache,
+  };
+}
+
+/** One {@link FileIndexing.indexPaths} call: the files read ahead, the batch being filled, and where it stands. */
+class IndexingRun {
+  readonly #options: FileIndexingOptions;
+  readonly #paths: readonly string[];
+  readonly #trustStat: boolean;
+  readonly #skipFailures: boolean;
+  readonly #onDone: (relative: string, result: FileResult | undefined) => void;
+  #batch: PreparedUpsert[] = [];
+  #batchChunks = 0;
+  readonly #ahead: ReadAhead[] = [];
+  #aheadBytes = 0;
+  #changedBytes = 0;
+  /** The index in `paths` of the next file to read ahead. */
+  #next = 0;
+
+  constructor(
+    options: FileIndexingOptions,
     paths: readonly string[],
     trustStat: boolean,
     skipFailures: boolean,
     onDone: (relative: string, result: FileResult | undefined) => void,
-  ): Promise<void> {
-    const skip = (relative: string, error: unknown): void => {
-      if (isAlmanacError(error) || !skipFailures) throw error;
-      logger.warn({ path: relative, error: describeError(error) }, "cannot index memory file; skipped");
-      onDone(relative, undefined);
-    };
-    let batch: PreparedUpsert[] = [];
-    let batchChunks = 0;
-    const flush = async (): Promise<void> => {
-      const written = batch;
-      batch = [];
-      batchChunks = 0;
-      if (written.length === 0) return;
-      try {
-        await backend.upsertFiles(written.map((prepared) => prepared.upsert));
-      } catch (error) {
-        if (isAlmanacError(error) || written.length === 1) {
-          skip(written[0]!.relative, error);
-          return;
-        }
-        // Find the file the batch failed on: write them one by one, skipping only that one.
-        for (const prepared of written) {
-          try {
-            await backend.upsertFiles([prepared.upsert]);
-          } catch (fileError) {
-            skip(prepared.relative, fileError);
-            continue;
-          }
-          onDone(prepared.relative, indexed(prepared));
-        }
-        return;
-      }
-      for (const prepared of written) onDone(prepared.relative, indexed(prepared));
-    };
-    const ahead: ReadAhead[] = [];
-    let aheadBytes = 0;
-    let changedBytes = 0;
-    let next = 0;
-    const readAhead = async (): Promise<void> => {
-      while (next < paths.length && ahead.length < PREPARE_AHEAD_FILES && aheadBytes < PREPARE_AHEAD_BYTES) {
-        const relative = paths[next]!;
-        next += 1;
-        let change: ReadAhead["change"];
-        try {
-          change = { value: await readChange(relative, trustStat) };
-        } catch (error) {
-          change = { error };
-        }
-        const changed = "value" in change && change.value.kind === "changed" ? change.value : undefined;
-        changedBytes += changed?.bytes.byteLength ?? 0;
-        // The rest of the run, guessed from what changed so far: tells the preparer whether a worker pays off.
-        const coming = ((paths.length - next) * changedBytes) / next;
-        const job = changed === undefined ? undefined : preparer.submit(relative, changed.bytes, coming);
-        aheadBytes += job?.bytes ?? 0;
-        ahead.push({ relative, change, job });
-      }
-    };
+  ) {
+    this.#options = options;
+    this.#paths = paths;
+    this.#trustStat = trustStat;
+    this.#skipFailures = skipFailures;
+    this.#onDone = onDone;
+  }
+
+  /** Indexes every path in order; see {@link FileIndexing.indexPaths}. */
+  async run(): Promise<void> {
     let sliceStarted = performance.now();
     try {
       for (;;) {
@@ -239,35 +221,103 @@ export function createFileIndexing(options: FileIndexingOptions): FileIndexing {
           await nextTurn();
           sliceStarted = performance.now();
         }
-        await readAhead();
-        const entry = ahead.shift();
+        await this.#readAhead();
+        const entry = this.#ahead.shift();
         if (entry === undefined) break;
-        const { relative, change, job } = entry;
-        aheadBytes -= job?.bytes ?? 0;
+        this.#aheadBytes -= entry.job?.bytes ?? 0;
         try {
-          if ("error" in change) throw change.error;
-          const { value } = change;
-          if (value.kind === "absent" || value.kind === "unchanged") {
-            onDone(relative, { outcome: value.kind, chunks: 0, fromCache: 0 });
-          } else if (value.kind === "removed") {
-            await backend.deleteFile(relative);
-            onDone(relative, { outcome: "removed", chunks: 0, fromCache: 0 });
-          } else if (job !== undefined) {
-            const prepared = await toUpsert(relative, value, await preparer.take(job));
-            batch.push(prepared);
-            batchChunks += prepared.upsert.chunks.length;
-          }
+          await this.#take(entry);
         } catch (error) {
-          skip(relative, error);
+          this.#skip(entry.relative, error);
         }
-        if (batchChunks >= UPSERT_BATCH_CHUNKS) await flush();
+        if (this.#batchChunks >= UPSERT_BATCH_CHUNKS) await this.#flush();
       }
-      await flush();
+      await this.#flush();
     } finally {
       // A run stopped by an error leaves its queued files untaken.
-      for (const { job } of ahead) if (job !== undefined) preparer.discard(job);
+      for (const { job } of this.#ahead) if (job !== undefined) this.#options.preparer.discard(job);
     }
   }
 
-  return { indexPaths };
+  /** Settles one file read ahead: reports it, deletes it, or adds its prepared upsert to the batch. */
+  async #take({ relative, change, job }: ReadAhead): Promise<void> {
+    if ("error" in change) throw change.error;
+    const { value } = change;
+    if (value.kind === "absent" || value.kind === "unchanged") {
+      this.#onDone(relative, { outcome: value.kind, chunks: 0, fromCache: 0 });
+    } else if (value.kind === "removed") {
+      await this.#options.backend.deleteFile(relative);
+      this.#onDone(relative, { outcome: "removed", chunks: 0, fromCache: 0 });
+    } else if (job !== undefined) {
+      const prepared = await toUpsert(this.#options, relative, value, await this.#options.preparer.take(job));
+      this.#batch.push(prepared);
+      this.#batchChunks += prepared.upsert.chunks.length;
+    }
+  }
+
+  /** Skips a file that failed with a warning, or rethrows when the run may not skip (or the backend failed). */
+  #skip(relative: string, error: unknown): void {
+    if (isAlmanacError(error) || !this.#skipFailures) throw error;
+    this.#options.logger.warn(
+      { path: relative, error: describeError(error) },
+      "cannot index memory file; skipped",
+    );
+    this.#onDone(relative, undefined);
+  }
+
+  /** Writes the batch to the backend in one call, then reports its files. */
+  async #flush(): Promise<void> {
+    const written = this.#batch;
+    this.#batch = [];
+    this.#batchChunks = 0;
+    if (written.length === 0) return;
+    const { backend } = this.#options;
+    try {
+      await backend.upsertFiles(written.map((prepared) => prepared.upsert));
+    } catch (error) {
+      if (isAlmanacError(error) || written.length === 1) {
+        this.#skip(written[0]!.relative, error);
+        return;
+      }
+      // Find the file the batch failed on: write them one by one, skipping only that one.
+      for (const prepared of written) {
+        try {
+          await backend.upsertFiles([prepared.upsert]);
+        } catch (fileError) {
+          this.#skip(prepared.relative, fileError);
+          continue;
+        }
+        this.#onDone(prepared.relative, indexed(prepared));
+      }
+      return;
+    }
+    for (const prepared of written) this.#onDone(prepared.relative, indexed(prepared));
+  }
+
+  /** Reads and queues files for the preparer until {@link PREPARE_AHEAD_FILES} or {@link PREPARE_AHEAD_BYTES}. */
+  async #readAhead(): Promise<void> {
+    const paths = this.#paths;
+    while (
+      this.#next < paths.length &&
+      this.#ahead.length < PREPARE_AHEAD_FILES &&
+      this.#aheadBytes < PREPARE_AHEAD_BYTES
+    ) {
+      const relative = paths[this.#next]!;
+      this.#next += 1;
+      let change: ReadAhead["change"];
+      try {
+        change = { value: await readChange(this.#options, relative, this.#trustStat) };
+      } catch (error) {
+        change = { error };
+      }
+      const changed = "value" in change && change.value.kind === "changed" ? change.value : undefined;
+      this.#changedBytes += changed?.bytes.byteLength ?? 0;
+      // The rest of the run, guessed from what changed so far: tells the preparer whether a worker pays off.
+      const coming = ((paths.length - this.#next) * this.#changedBytes) / this.#next;
+      const job =
+        changed === undefined ? undefined : this.#options.preparer.submit(relative, changed.bytes, coming);
+      this.#aheadBytes += job?.bytes ?? 0;
+      this.#ahead.push({ relative, change, job });
+    }
+  }
 }
