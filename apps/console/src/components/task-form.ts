@@ -13,41 +13,9 @@ import {
   loadSessionSummaries,
   type SessionSummary,
   type Task,
-  type TaskWhen,
 } from "../tasks.js";
 import { ErrorBox, useLoad } from "../ui.js";
-
-/** The ways a task can be told when to fire, as the form offers them: what each is called and what to type. */
-const WHEN_KINDS: ReadonlyArray<{
-  readonly kind: TaskWhen["kind"];
-  readonly choice: string;
-  readonly label: string;
-  readonly hint: string;
-}> = [
-  { kind: "at", choice: "At a time", label: "Date and time", hint: "Local time in the time zone below." },
-  { kind: "in", choice: "In", label: "Delay", hint: "Like 20 minutes, 2h or 90s; fires once." },
-  { kind: "every", choice: "Every", label: "Interval", hint: "Like 30 minutes or 1 day; at least 1 minute." },
-  {
-    kind: "cron",
-    choice: "Cron",
-    label: "Cron expression",
-    hint: "Five fields: minute hour day-of-month month day-of-week, like 30 8 * * 1 (Mondays 08:30).",
-  },
-];
-
-/** The browser's time zone, the form's default (the server would use its own). */
-function browserTimeZone(): string {
-  return Intl.DateTimeFormat().resolvedOptions().timeZone;
-}
-
-/** Every time zone the browser knows, for the time zone field's suggestions. */
-function knownTimeZones(): string[] {
-  try {
-    return Intl.supportedValuesOf("timeZone");
-  } catch {
-    return [];
-  }
-}
+import { TaskScheduleFields, useTaskSchedule } from "./task-schedule-fields.js";
 
 /**
  * The console's own conversation, the form's default: the one this browser had open last, else its most recent
@@ -82,21 +50,12 @@ export function TaskForm(props: { onCreated: (task: Task | undefined) => void })
   const sessionKey = picked ?? ownKey;
   const [title, setTitle] = useState("");
   const [instruction, setInstruction] = useState("");
-  const [whenKind, setWhenKind] = useState<TaskWhen["kind"]>("in");
-  const [values, setValues] = useState<Record<TaskWhen["kind"], string>>({
-    at: "",
-    in: "",
-    every: "",
-    cron: "",
-  });
-  const [timeZone, setTimeZone] = useState(browserTimeZone);
-  const zones = useMemo(knownTimeZones, []);
+  const schedule = useTaskSchedule();
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>();
   const [created, setCreated] = useState<string>();
 
-  const when = WHEN_KINDS.find((entry) => entry.kind === whenKind) ?? WHEN_KINDS[0]!;
-  const value = values[whenKind];
+  const { value } = schedule;
   const refusal = isScheduleRefusal(error) ? error : undefined;
   const ready = instruction.trim() !== "" && value.trim() !== "" && !busy;
 
@@ -111,8 +70,8 @@ export function TaskForm(props: { onCreated: (task: Task | undefined) => void })
         sessionKey,
         instruction,
         title,
-        when: { kind: whenKind, value },
-        timeZone,
+        when: { kind: schedule.whenKind, value },
+        timeZone: schedule.timeZone,
       });
       setCreated(task === undefined ? "Task created." : `Created ${task.id}: ${task.title}.`);
       setInstruction("");
@@ -171,62 +130,7 @@ export function TaskForm(props: { onCreated: (task: Task | undefined) => void })
         onInput=${(event: Event) => setTitle((event.currentTarget as HTMLInputElement).value)}
       />
     </div>
-    <fieldset class="field task-when">
-      <legend>When</legend>
-      <div class="when-kinds">
-        ${WHEN_KINDS.map(
-          (entry) => html`<label class="when-kind">
-            <input
-              type="radio"
-              name="task-when"
-              value=${entry.kind}
-              checked=${entry.kind === whenKind}
-              onChange=${() => {
-                setWhenKind(entry.kind);
-                edited();
-              }}
-            />
-            ${entry.choice}
-          </label>`,
-        )}
-      </div>
-      <label for="task-when-value">${when.label}</label>
-      <input
-        key=${whenKind}
-        id="task-when-value"
-        type=${whenKind === "at" ? "datetime-local" : "text"}
-        value=${value}
-        placeholder=${whenKind === "in" ? "20 minutes" : whenKind === "every" ? "1 hour" : whenKind === "cron" ? "30 8 * * 1" : undefined}
-        aria-invalid=${refusal !== undefined}
-        aria-describedby=${refusal === undefined ? "task-when-hint" : "task-when-hint task-when-refusal"}
-        autocomplete="off"
-        onInput=${(event: Event) => {
-          const text = (event.currentTarget as HTMLInputElement).value;
-          setValues((previous) => ({ ...previous, [whenKind]: text }));
-          edited();
-        }}
-      />
-      <p id="task-when-hint" class="muted small hint">${when.hint}</p>
-      ${
-        refusal === undefined
-          ? null
-          : html`<p id="task-when-refusal" class="error schedule-refusal" role="alert">${refusal.message}</p>`
-      }
-    </fieldset>
-    <div class="field">
-      <label for="task-time-zone">Time zone</label>
-      <input
-        id="task-time-zone"
-        list="task-time-zones"
-        value=${timeZone}
-        autocomplete="off"
-        onInput=${(event: Event) => {
-          setTimeZone((event.currentTarget as HTMLInputElement).value);
-          edited();
-        }}
-      />
-      <datalist id="task-time-zones">${zones.map((zone) => html`<option value=${zone}></option>`)}</datalist>
-    </div>
+    <${TaskScheduleFields} schedule=${schedule} refusal=${refusal} onEdited=${edited} />
     ${refusal === undefined ? html`<${ErrorBox} error=${error} />` : null}
     ${created ? html`<p class="ok" role="status">${created}</p>` : null}
     <div class="actions">
