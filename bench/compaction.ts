@@ -21,11 +21,11 @@ import {
   type ChatResponse,
   type ContentBlock,
   createMessage,
-  createTokenCounter,
   messageText,
   ProviderError,
   type TokenCounter,
 } from "@almanac/core";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { createReportTool, createSaveNoteTool } from "../packages/compaction/test/generated-tools.js";
 import { requestHasTurnPrefix, validSummary } from "../packages/compaction/test/summary-fixtures.js";
 import { createRandom, generatedText } from "../packages/compaction/test/transcripts.js";

@@ -10,7 +10,8 @@
 import { parseArgs } from "node:util";
 import { WorkingMemory } from "@almanac/agent";
 import { createContextMeter } from "@almanac/compaction";
-import { createMessage, createTokenCounter } from "@almanac/core";
+import { createMessage } from "@almanac/core";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { Figures, jsonOption } from "./figures.js";
 
 const { values } = parseArgs({ options: { ...jsonOption } });

@@ -10,7 +10,7 @@
  * Main-thread CPU moves less with the machine's load than the latencies, but on a shared machine still by up to
  * 2× between runs minutes apart: compare builds in alternated runs.
  * The rest of a burst's time is the thread pool's: each new conversation fsyncs its new transcript, and the
- * sessions directory is fsynced for the new entries (in groups; core's `fsyncDirectory`).
+ * sessions directory is fsynced for the new entries (in groups; `fsyncDirectory`).
  *
  * Run: node --import tsx bench/new-sessions.ts [--main apps/server/dist/main.js] [--sessions 100] [--rounds 12]
  *      [--skip 4] [--only-new] ["--node-flags=<flags for the server's node, e.g. --cpu-prof --cpu-prof-dir=/tmp/p>"]

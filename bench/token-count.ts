@@ -5,7 +5,8 @@
  */
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { createMessage, createTokenCounter, type Message } from "@almanac/core";
+import { createMessage, type Message } from "@almanac/core";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { Figures, jsonOption } from "./figures.js";
 import { percentile } from "./sample-stats.js";
 

@@ -13,7 +13,7 @@
 #   apps/server/package.json    read for the version; "type": "module" for bin/ and dist/
 #   apps/server/bin/almanac.js  the `almanac` command (with scripts/build.mjs, which it asks whether dist is current)
 #   apps/console/dist           the web console the server serves at /
-#   packages/core/data          the BPE rank tables the token counter reads
+#   packages/tokenizer/data     the BPE rank tables the token counter reads
 #   node_modules, apps/server/node_modules   the server's production dependencies, nothing else
 set -eu
 
@@ -59,12 +59,12 @@ find . -mindepth 1 -maxdepth 1 -type f -exec rm -f {} +
 rm -rf packages apps/console
 
 # 3. The built files the server reads at run time.
-mkdir -p apps/server/bin apps/server/scripts apps/console packages/core
+mkdir -p apps/server/bin apps/server/scripts apps/console packages/tokenizer
 cp -R "$source_dir/apps/server/dist" apps/server/dist
 cp "$source_dir/apps/server/bin/almanac.js" apps/server/bin/
 cp "$source_dir/apps/server/scripts/build.mjs" apps/server/scripts/
 cp -R "$source_dir/apps/console/dist" apps/console/dist
-cp -R "$source_dir/packages/core/data" packages/core/data
+cp -R "$source_dir/packages/tokenizer/data" packages/tokenizer/data
 
 # 4. Checks: no TypeScript or type packages; every run-time dependency of the bundle loads from here, and the
 # native ones (better-sqlite3, built for this Node; sqlite-vec) work.

@@ -131,9 +131,17 @@ export async function buildServer({ force = false } = {}) {
     plugins: [almanacPlugin],
     resolve: { extensionAlias: { ".js": [".ts", ".js"] } },
     transform: { target: "node20" },
-    // @almanac/core's modules only declare (audited; no top-level effects): a command that takes one error
-    // class from it does not load the tokenizer beside it.
-    treeshake: { moduleSideEffects: [{ test: /[\\/]packages[\\/]core[\\/]src[\\/]/, sideEffects: false }] },
+    // The modules of @almanac/core, durable-write, openai-wire and tokenizer only declare (audited; no
+    // top-level effects but on their own module-local tables): a command that takes one error class from core
+    // loads nothing else of it.
+    treeshake: {
+      moduleSideEffects: [
+        {
+          test: /[\\/]packages[\\/](core|durable-write|openai-wire|tokenizer)[\\/]src[\\/]/,
+          sideEffects: false,
+        },
+      ],
+    },
     logLevel: "warn",
   });
   // Written beside dist/ and swapped in whole: a process starting meanwhile sees the old build or the new one,

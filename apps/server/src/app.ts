@@ -1,6 +1,7 @@
 import { mkdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { errnoCode, PRIVATE_DIRECTORY_MODE, UserError } from "@almanac/core";
+import { errnoCode, UserError } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE } from "@almanac/durable-write";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import type pino from "pino";
 import type { AlmanacConfig } from "./config/config-schema.js";

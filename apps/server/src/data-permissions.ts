@@ -1,6 +1,6 @@
 import { chmod, lstat, readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE } from "@almanac/durable-write";
 
 /** What {@link tightenDataPermissions} changed. */
 export interface TightenedPermissions {

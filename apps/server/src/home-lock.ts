@@ -1,7 +1,8 @@
 import { mkdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, UserError } from "@almanac/core";
+import { UserError } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE } from "@almanac/durable-write";
 
 /** How often the holder touches the lock, and after how long an untouched lock counts as abandoned. */
 const HEARTBEAT_MS = 10_000;

@@ -50,6 +50,16 @@ const loaded = async (file: string) => (await readFile(join(work, file), "utf8")
 const packagesIn = (urls: readonly string[]) =>
   SERVER_ONLY.filter((name) => urls.some((entry) => entry.includes(`/node_modules/${name}`)));
 
+/** The source files (relative to the repository) bundled into the dist/ chunks among `urls` (chunks.json). */
+const bundledModules = async (urls: readonly string[]) => {
+  const graph = JSON.parse(await readFile(join(serverDir, "dist", "chunks.json"), "utf8")) as Record<
+    string,
+    { readonly modules: readonly string[] }
+  >;
+  const chunks = urls.flatMap((entry) => /\/dist\/([^/]+\.js)$/.exec(entry)?.[1] ?? []);
+  return chunks.flatMap((chunk) => graph[chunk]?.modules ?? []);
+};
+
 /** `almanac sessions list --json` against the test server through `script`, recording the modules it loads. */
 function listSessions(script: string, loadedFile: string, nodeOptions: readonly string[] = []) {
   return spawnSync(
@@ -167,6 +177,8 @@ describe("the production build", () => {
     expect(sdkClient(urls).length).toBeGreaterThan(0);
     expect(urls.some((entry) => entry.endsWith("/dist/main.js"))).toBe(true);
     expect(urls.filter((entry) => entry.endsWith(".ts") || entry.includes("/node_modules/tsx"))).toEqual([]);
+    // The turn counted its prompt with the bundled tokenizer (which the client command must not load).
+    expect(await bundledModules(urls)).toContain("packages/tokenizer/src/token-counter.ts");
     // No channel and no Qdrant are configured: no channel SDK and no Qdrant client is loaded.
     expect(
       packagesIn(urls).filter(
@@ -184,6 +196,10 @@ describe("the production build", () => {
     expect(urls.some((entry) => /\/dist\/sessions-command-[^/]+\.js$/.test(entry))).toBe(true);
     expect(packagesIn(urls)).toEqual([]);
     expect(urls.some((entry) => /\/dist\/start-command-/.test(entry))).toBe(false);
+    // Our own tokenizer is bundled in, so it shows in the chunks the command loads, not as a package.
+    expect((await bundledModules(urls)).filter((module) => module.startsWith("packages/tokenizer/"))).toEqual(
+      [],
+    );
   }, 30_000);
 
   it("bin/almanac.js runs the current build, not the sources", async () => {

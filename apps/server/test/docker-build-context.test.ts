@@ -349,7 +349,7 @@ describe("the Docker build stage, on exactly the files the Dockerfile copies", (
         "tsconfig.base.json",
         "apps/console/tsconfig.json",
         "apps/server/src/main.ts",
-        "packages/core/data/o200k_base.ranks",
+        "packages/tokenizer/data/o200k_base.ranks",
       ]),
     );
     expect(
@@ -364,8 +364,8 @@ describe("the Docker build stage, on exactly the files the Dockerfile copies", (
       "apps/server/package.json",
       "apps/server/bin/almanac.js",
       "apps/console/dist/index.html",
-      "packages/core/data/o200k_base.ranks",
-      "packages/core/data/cl100k_base.ranks",
+      "packages/tokenizer/data/o200k_base.ranks",
+      "packages/tokenizer/data/cl100k_base.ranks",
       "apps/server/node_modules/fastify/package.json",
       "apps/server/node_modules/better-sqlite3/package.json",
     ])
@@ -383,7 +383,7 @@ describe("the Docker build stage, on exactly the files the Dockerfile copies", (
     };
     walk("");
     const shipped =
-      /^(apps\/server\/dist\/|apps\/console\/dist\/|packages\/core\/data\/|apps\/server\/(package\.json|bin\/almanac\.js|scripts\/build\.mjs)$)/;
+      /^(apps\/server\/dist\/|apps\/console\/dist\/|packages\/tokenizer\/data\/|apps\/server\/(package\.json|bin\/almanac\.js|scripts\/build\.mjs)$)/;
     expect(ours.filter((path) => !shipped.test(path))).toEqual([]);
 
     // TypeScript (a peer of the Qdrant client) and the type packages are not installed.

@@ -1,5 +1,4 @@
 import { summaryInstructionsTitle, summarySections } from "@almanac/compaction";
-import { createTokenCounter } from "@almanac/core";
 import {
   type RecordedChatMessage,
   type RecordedChatRequest,
@@ -7,6 +6,7 @@ import {
   type ScriptStep,
   script,
 } from "@almanac/testkit";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { isSummarizerRequest } from "./test-server.js";
 
 /**

@@ -1,6 +1,7 @@
 import { createToolkit, type Toolkit } from "@almanac/agent";
-import { type ChatModel, createTokenCounter, silentLogger } from "@almanac/core";
+import { type ChatModel, silentLogger } from "@almanac/core";
 import { OWNER_SCOPE } from "@almanac/memory-files";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { SessionManager } from "../src/runtime/session-manager.js";
 import { type TurnDependencies, TurnRunner } from "../src/runtime/turn-runner.js";
 import { createLaneScheduler } from "../src/sessions/lane-scheduler.js";

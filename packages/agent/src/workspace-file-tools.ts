@@ -1,6 +1,7 @@
 import { appendFile, mkdir, readdir, stat } from "node:fs/promises";
 import * as path from "node:path";
-import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, UserError, writeFileDurably } from "@almanac/core";
+import { UserError } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, writeFileDurably } from "@almanac/durable-write";
 import { z } from "zod";
 import { positiveInteger } from "./positive-integer.js";
 import { defineTool, type Tool } from "./toolkit.js";

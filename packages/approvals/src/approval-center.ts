@@ -1,6 +1,7 @@
 import { randomInt } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { describeError, isErrnoCode, type Logger, silentLogger, writeFileDurably } from "@almanac/core";
+import { describeError, isErrnoCode, type Logger, silentLogger } from "@almanac/core";
+import { writeFileDurably } from "@almanac/durable-write";
 import { z } from "zod";
 
 /** Where an approval stands. `closed`: it could not be answered (the server restarted or stopped, the turn ended). */

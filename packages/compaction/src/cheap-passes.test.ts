@@ -1,4 +1,5 @@
-import { createTokenCounter, hasMark, type Message, toolCallsOf, toolResultsOf } from "@almanac/core";
+import { hasMark, type Message, toolCallsOf, toolResultsOf } from "@almanac/core";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { describe, expect, it } from "vitest";
 import { createRandom, createTestClock, generatedText, toolRound, user } from "../test/transcripts.js";
 import {

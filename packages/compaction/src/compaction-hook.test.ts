@@ -1,5 +1,6 @@
 import { type BeforeModelCallContext, WorkingMemory } from "@almanac/agent";
-import { createTokenCounter, hasMark, type Message, ProviderError } from "@almanac/core";
+import { hasMark, type Message, ProviderError } from "@almanac/core";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { describe, expect, it } from "vitest";
 import { FakeSummaryModel } from "../test/summary-fixtures.js";
 import {

@@ -1,5 +1,7 @@
 import { buildPrompt, WorkingMemory } from "@almanac/agent";
-import { createTokenCounter, hasMark, type Message, ProviderError, toOpenAIMessages } from "@almanac/core";
+import { hasMark, type Message, ProviderError } from "@almanac/core";
+import { toOpenAIMessages } from "@almanac/openai-wire";
+import { createTokenCounter } from "@almanac/tokenizer";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { FakeSummaryModel } from "../test/summary-fixtures.js";

@@ -40,7 +40,7 @@ export interface CheapPassOptions {
 
 /** Configuration of `createCompactor`; one compactor per chat model (every knob is per model). */
 export interface CompactorOptions {
-  /** Core's cached counter (`createTokenCounter()`), shared with the rest of the server. */
+  /** The cached counter (`createTokenCounter()` of `@almanac/tokenizer`), shared with the rest of the server. */
   readonly tokenCounter: TokenCounter;
   /** The main model's context window, in tokens. */
   readonly contextWindow: number;

@@ -1,5 +1,7 @@
 import { buildPrompt, WorkingMemory } from "@almanac/agent";
-import { countToolTokens, createTokenCounter, hasMark, type Message, toOpenAIMessages } from "@almanac/core";
+import { hasMark, type Message } from "@almanac/core";
+import { toOpenAIMessages } from "@almanac/openai-wire";
+import { countToolTokens, createTokenCounter } from "@almanac/tokenizer";
 import { describe, expect, it } from "vitest";
 import { FakeSummaryModel } from "../test/summary-fixtures.js";
 import {

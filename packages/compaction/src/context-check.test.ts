@@ -1,12 +1,6 @@
 import { buildPrompt, WorkingMemory } from "@almanac/agent";
-import {
-  countToolTokens,
-  createTokenCounter,
-  type Message,
-  type TokenCounter,
-  type ToolSpec,
-  withMark,
-} from "@almanac/core";
+import { type Message, type TokenCounter, type ToolSpec, withMark } from "@almanac/core";
+import { countToolTokens, createTokenCounter } from "@almanac/tokenizer";
 import { describe, expect, it } from "vitest";
 import { assistant, createTestClock, toolRound, user } from "../test/transcripts.js";
 import { createContextMeter } from "./context-check.js";

@@ -1,5 +1,6 @@
 import { buildPrompt, type RollingSummary, systemPromptMessageId, type WorkingMemory } from "@almanac/agent";
-import { countToolTokens, type Message, type TokenCounter, type ToolSpec, type Usage } from "@almanac/core";
+import type { Message, TokenCounter, ToolSpec, Usage } from "@almanac/core";
+import { countToolTokens } from "@almanac/tokenizer";
 
 /** Name of the memory counter that holds the provider/our-count ratio (persisted with the session). */
 export const tokenRatioCounter = "compaction.tokenRatio";
@@ -84,7 +85,7 @@ function sharedCount(
 const toolTokensByCounter = new WeakMap<TokenCounter, WeakMap<readonly ToolSpec[], number>>();
 
 /**
- * Creates a meter over core's cached counter. Messages are cached per content array by the counter; the
+ * Creates a meter over the cached token counter. Messages are cached per content array by the counter; the
  * system message (rebuilt for every request) is cached here by its text (and across meters, see
  * {@link sharedCount}), and the tool specs by identity, so a check on an unchanged 1,000-message
  * session costs only lookups.
@@ -212,7 +213,7 @@ export interface ContextMeter {
   measure(memory: WorkingMemory, input: PromptInput, messages?: readonly Message[]): PromptMeasure;
 }
 
-/** Creates the meter over core's cached counter (one per session, so its caches follow that session). */
+/** Creates the meter over the cached token counter (one per session, so its caches follow that session). */
 export function createContextMeter(counter: TokenCounter): ContextMeter {
   const meter = createPromptMeter(counter);
   return {

@@ -1,4 +1,4 @@
-import { createTokenCounter } from "@almanac/core";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { describe, expect, it } from "vitest";
 import { assistant, createTestClock, toolRound, user } from "../test/transcripts.js";
 import { indexToolCalls } from "./cheap-passes.js";

@@ -1,10 +1,5 @@
-import {
-  type ChatRequest,
-  createTokenCounter,
-  messageText,
-  ProviderError,
-  silentLogger,
-} from "@almanac/core";
+import { type ChatRequest, messageText, ProviderError, silentLogger } from "@almanac/core";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { describe, expect, it } from "vitest";
 import { FakeSummaryModel, validSummary } from "../test/summary-fixtures.js";
 import {

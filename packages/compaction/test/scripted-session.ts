@@ -1,7 +1,8 @@
 import { createAgent, createToolkit, WorkingMemory } from "@almanac/agent";
-import { createTokenCounter, type Message } from "@almanac/core";
+import type { Message } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import { type RecordedChatRequest, type ScriptedLlm, type ScriptStep, script } from "@almanac/testkit";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { z } from "zod";
 import type { CompactedBatch } from "../src/commit-compaction.js";
 import type { CompactionEvent } from "../src/compaction-events.js";

@@ -1,4 +1,5 @@
-import { type ContentBlock, createMessage, type Message, type OpenAIChatMessage } from "@almanac/core";
+import { type ContentBlock, createMessage, type Message } from "@almanac/core";
+import type { OpenAIChatMessage } from "@almanac/openai-wire";
 
 /** A deterministic clock for tests: each call returns the next millisecond. */
 export function createTestClock(start = 1_700_000_000_000): () => number {

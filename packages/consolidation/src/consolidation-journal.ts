@@ -1,13 +1,7 @@
 import { mkdir, readFile, rename } from "node:fs/promises";
 import * as path from "node:path";
-import {
-  describeError,
-  fsyncDirectory,
-  isErrnoCode,
-  type Logger,
-  PRIVATE_DIRECTORY_MODE,
-  writeFileDurably,
-} from "@almanac/core";
+import { describeError, isErrnoCode, type Logger } from "@almanac/core";
+import { fsyncDirectory, PRIVATE_DIRECTORY_MODE, writeFileDurably } from "@almanac/durable-write";
 import { z } from "zod";
 import { EMPTY_WATERMARK, watermarkSchema } from "./pending-logs.js";
 

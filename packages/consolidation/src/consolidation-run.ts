@@ -1,7 +1,6 @@
 import { createAgent, createToolkit, WorkingMemory } from "@almanac/agent";
 import {
   type ChatModel,
-  countToolTokens,
   createMessage,
   isAlmanacError,
   type Logger,
@@ -19,6 +18,7 @@ import {
   type ShrinkGuard,
   withoutForgotten,
 } from "@almanac/memory-files";
+import { countToolTokens } from "@almanac/tokenizer";
 import { ConsolidationError } from "./consolidation-error.js";
 import type { CommitRecord, ConsolidationOutcome } from "./consolidation-journal.js";
 import { buildConsolidationInput, CONSOLIDATION_PROMPT, logBlockHeading } from "./consolidation-prompt.js";

@@ -1,11 +1,11 @@
 import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { createTokenCounter } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import { createMemoryFileStore, type MemoryFileStore } from "@almanac/memory-files";
 import type { TaskClock } from "@almanac/tasks";
 import { type ScriptedLlm, startScriptedLlm } from "@almanac/testkit";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { Consolidator, type ConsolidatorOptions } from "../src/consolidator.js";
 
 /** A clock moved by hand: timers fire, in order, only when the test advances it. */

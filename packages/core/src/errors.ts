@@ -116,3 +116,17 @@ export const coreErrorCodes = defineErrorCodes({
 declare module "./errors.js" {
   interface AlmanacErrorCodes extends CodesOf<typeof coreErrorCodes> {}
 }
+
+/** The `code` of a Node.js system error (e.g. `ENOENT`), if it has one. */
+export function errnoCode(error: unknown): string | undefined {
+  if (typeof error === "object" && error !== null && "code" in error && typeof error.code === "string") {
+    return error.code;
+  }
+  return undefined;
+}
+
+/** True when `error` is a Node system error with one of the given `code`s (e.g. `ENOENT`). */
+export function isErrnoCode(error: unknown, ...codes: string[]): boolean {
+  const code = errnoCode(error);
+  return code !== undefined && codes.includes(code);
+}

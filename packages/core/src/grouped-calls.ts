@@ -5,8 +5,8 @@
  * call (a run already going may have read the state too early), and N calls at once cost two runs, not N.
  *
  * For work whose result depends only on the key and on the state of the world when it starts: a directory's
- * fsync (core's `fsyncDirectory`), the stat checks of a memory excerpt (memory's `memoryContext`). A rejected
- * run rejects its whole group; the next call starts afresh.
+ * fsync (`fsyncDirectory` of `@almanac/durable-write`), the stat checks of a memory excerpt (memory's
+ * `memoryContext`). A rejected run rejects its whole group; the next call starts afresh.
  */
 export function groupCalls<K, T>(run: (key: K) => Promise<T>): (key: K) => Promise<T> {
   const groups = new Map<K, { running: Promise<T> | undefined; next: Promise<T> | undefined }>();

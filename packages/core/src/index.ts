@@ -46,19 +46,6 @@ export type {
 } from "./chat-model.js";
 
 export {
-  type DurableWriteOptions,
-  errnoCode,
-  fsyncDirectory,
-  isDurableWriteTempFile,
-  isErrnoCode,
-  PRIVATE_DIRECTORY_MODE,
-  PRIVATE_FILE_MODE,
-  removeStaleTempFiles,
-  type StagedFile,
-  stageFileDurably,
-  writeFileDurably,
-} from "./durable-write.js";
-export {
   AlmanacError,
   type AlmanacErrorCodes,
   type AlmanacErrorOptions,
@@ -69,8 +56,10 @@ export {
   type ErrorCategory,
   type ErrorCode,
   type ErrorCodeInfo,
+  errnoCode,
   InternalError,
   isAlmanacError,
+  isErrnoCode,
   ProviderError,
   type ProviderErrorOptions,
   UserError,
@@ -80,7 +69,6 @@ export { type LinkedSignal, linkAbortSignals } from "./linked-signal.js";
 export { type Logger, silentLogger } from "./logger.js";
 export * from "./message.js";
 export { contentBlockSchema, messageSchema } from "./message-schema.js";
-export * from "./openai-wire.js";
 export {
   formatSessionKey,
   HASHED_STEM_PREFIX_LENGTH,
@@ -93,5 +81,5 @@ export {
 } from "./session-key.js";
 export { httpUrl, type SettingMeta, setting, settingRegistry } from "./settings.js";
 export { splitMessage } from "./split-message.js";
-export * from "./token-counter.js";
+export type { TokenCounter, TokenCountMethod, TokenEncoding } from "./token-counter.js";
 export { MISSING_TOOL_RESULT_TEXT, repairToolPairs } from "./tool-pairs.js";

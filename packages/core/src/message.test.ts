@@ -2,12 +2,15 @@ import { describe, expect, it } from "vitest";
 import {
   createMessage,
   hasMark,
+  imageAsText,
   messageText,
   toolCallsOf,
   toolResultsOf,
   withContent,
   withMark,
   withoutMark,
+  workspaceFilePath,
+  workspaceFileUrl,
 } from "./message.js";
 import { messageSchema } from "./message-schema.js";
 
@@ -60,5 +63,26 @@ describe("message model", () => {
     expect(messageSchema.parse(JSON.parse(JSON.stringify(message)))).toEqual(message);
     const broken = { ...JSON.parse(JSON.stringify(message)), content: [{ type: "video", url: "x" }] };
     expect(messageSchema.safeParse(broken).success).toBe(false);
+  });
+});
+
+describe("images that name workspace files", () => {
+  it("round-trips a workspace path through its reference URL, and reads no other URL as one", () => {
+    const url = workspaceFileUrl("inbox/2026-12-06/cat.png");
+    expect(url).toBe("almanac-file:inbox/2026-12-06/cat.png");
+    expect(workspaceFilePath(url)).toBe("inbox/2026-12-06/cat.png");
+    expect(workspaceFilePath("https://cdn.example/cat.png")).toBeUndefined();
+  });
+
+  it("puts an image in words as its path or link, never the bytes of a data URL", () => {
+    expect(imageAsText({ type: "image", url: "almanac-file:inbox/2026-12-06/cat.png" })).toBe(
+      "[image: inbox/2026-12-06/cat.png]",
+    );
+    expect(imageAsText({ type: "image", url: "https://cdn.example/cat.png" })).toBe(
+      "[image: https://cdn.example/cat.png]",
+    );
+    expect(imageAsText({ type: "image", url: "data:image/png;base64,iVBORw0KGgo=" })).toBe(
+      "[image: inline data]",
+    );
   });
 });

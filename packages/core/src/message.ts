@@ -128,3 +128,31 @@ export function withoutMark(message: Message, mark: MessageMark): Message {
 export function withContent(message: Message, content: readonly ContentBlock[]): Message {
   return Object.freeze({ ...message, content: [...content] });
 }
+
+/**
+ * The scheme of an image part that names a file in the workspace (`almanac-file:inbox/2026-12-06/photo.jpg`, relative
+ * to the workspace root) instead of carrying its bytes: what messages and transcripts hold. The chat model turns it
+ * into a `data:` URL only while it sends a request (docs/attachments.md), so no transcript ever holds base64.
+ */
+export const WORKSPACE_FILE_SCHEME = "almanac-file:";
+
+/** The image URL of a workspace file (a `/`-separated path relative to the workspace root). */
+export function workspaceFileUrl(relativePath: string): string {
+  return `${WORKSPACE_FILE_SCHEME}${relativePath}`;
+}
+
+/** The workspace-relative path a {@link workspaceFileUrl} names, or undefined for any other URL. */
+export function workspaceFilePath(url: string): string | undefined {
+  return url.startsWith(WORKSPACE_FILE_SCHEME) ? url.slice(WORKSPACE_FILE_SCHEME.length) : undefined;
+}
+
+/**
+ * An image part in words, where pixels cannot go (a text-only model, a summary, a log): `[image: inbox/…/photo.jpg]`
+ * for a workspace file, the link for a remote image, never the bytes of a `data:` URL.
+ */
+export function imageAsText(block: ImageBlock): string {
+  const path = workspaceFilePath(block.url);
+  if (path !== undefined) return `[image: ${path}]`;
+  if (block.url.startsWith("data:")) return "[image: inline data]";
+  return `[image: ${block.url}]`;
+}

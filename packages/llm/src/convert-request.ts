@@ -1,4 +1,5 @@
-import { type ChatRequest, type ToolChoice, type ToolSpec, toOpenAIMessagesJson } from "@almanac/core";
+import type { ChatRequest, ToolChoice, ToolSpec } from "@almanac/core";
+import { toOpenAIMessagesJson } from "@almanac/openai-wire";
 import type {
   ChatCompletionFunctionTool,
   ChatCompletionToolChoiceOption,
@@ -16,7 +17,7 @@ export const OUTPUT_CAP_PARAMETERS = ["max_tokens", "max_completion_tokens", "of
 /** Options of {@link toChatCompletionJson}. */
 export interface ConvertRequestOptions {
   readonly model: string;
-  /** Send reasoning blocks back as `reasoning_content` (see core's `toOpenAIMessages`). */
+  /** Send reasoning blocks back as `reasoning_content` (see `toOpenAIMessages` in `@almanac/openai-wire`). */
   readonly includeReasoning?: boolean;
   /** Field that carries `maxOutputTokens`. Default `max_tokens`. */
   readonly outputCapParameter?: OutputCapParameter;

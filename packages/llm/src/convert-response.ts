@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import { type ChatResponse, type FinishReason, fromOpenAIMessage, type Usage } from "@almanac/core";
+import type { ChatResponse, FinishReason, Usage } from "@almanac/core";
+import { fromOpenAIMessage } from "@almanac/openai-wire";
 import { z } from "zod";
 import { createModelError, type ErrorContext } from "./classify-error.js";
 

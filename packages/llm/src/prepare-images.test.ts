@@ -1,4 +1,5 @@
-import { createMessage, type Message, toOpenAIMessagesJson } from "@almanac/core";
+import { createMessage, type Message } from "@almanac/core";
+import { toOpenAIMessagesJson } from "@almanac/openai-wire";
 import { describe, expect, it } from "vitest";
 import { prepareImages } from "./prepare-images.js";
 

@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
-import { isErrnoCode, writeFileDurably } from "@almanac/core";
+import { isErrnoCode } from "@almanac/core";
+import { writeFileDurably } from "@almanac/durable-write";
 
 /** A phrase as forget compares it: Unicode-normalized, case-folded, spaces collapsed. */
 export function normalizePhrase(text: string): string {

@@ -1,6 +1,7 @@
 import { mkdir, readdir, unlink } from "node:fs/promises";
 import * as path from "node:path";
-import { errnoCode, PRIVATE_DIRECTORY_MODE, writeFileDurably } from "@almanac/core";
+import { errnoCode } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE, writeFileDurably } from "@almanac/durable-write";
 
 /** Options of {@link createMemoryBackups}. */
 export interface MemoryBackupsOptions {

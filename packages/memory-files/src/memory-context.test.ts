@@ -1,4 +1,4 @@
-import { createTokenCounter } from "@almanac/core";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { describe, expect, it } from "vitest";
 import { hashContent } from "./content-hash.js";
 import { buildMemoryContext, MEMORY_GUIDE, type MemoryFileReader } from "./memory-context.js";

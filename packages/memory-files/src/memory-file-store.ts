@@ -1,15 +1,8 @@
 import { lstat, mkdir, readFile, realpath } from "node:fs/promises";
 import * as path from "node:path";
 import { resolveWorkspacePath } from "@almanac/agent";
-import {
-  errnoCode,
-  isAlmanacError,
-  type Logger,
-  PRIVATE_DIRECTORY_MODE,
-  silentLogger,
-  UserError,
-  writeFileDurably,
-} from "@almanac/core";
+import { errnoCode, isAlmanacError, type Logger, silentLogger, UserError } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE, writeFileDurably } from "@almanac/durable-write";
 import { hashContent } from "./content-hash.js";
 import { listMemoryFiles } from "./list-memory-files.js";
 import { createMemoryBackups, type MemoryBackups } from "./memory-backups.js";

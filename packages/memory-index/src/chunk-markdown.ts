@@ -1,5 +1,5 @@
 import { hash } from "node:crypto";
-import { createTokenCounter } from "@almanac/core/token-counter";
+import { createTokenCounter } from "@almanac/tokenizer";
 import type { MemoryChunk } from "./types.js";
 
 /** Options of {@link chunkMarkdown}. */

@@ -1,6 +1,7 @@
 import { chmodSync, mkdirSync } from "node:fs";
 import * as path from "node:path";
-import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, UserError } from "@almanac/core";
+import { UserError } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE } from "@almanac/durable-write";
 import Database from "better-sqlite3";
 import * as sqliteVec from "sqlite-vec";
 import { IDENTIFIER_JOINERS } from "./text-analysis.js";

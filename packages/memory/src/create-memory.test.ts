@@ -4,10 +4,11 @@ import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createToolkit } from "@almanac/agent";
-import { createMessage, createTokenCounter, silentLogger } from "@almanac/core";
+import { createMessage, silentLogger } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import { type MemoryScope, OWNER_SCOPE, sharedScope } from "@almanac/memory-files";
 import { type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createMemory, type Memory, type MemoryOptions } from "./create-memory.js";
 

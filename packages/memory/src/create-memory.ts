@@ -1,14 +1,8 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { readTextFile, type Tool, type WorkspaceTarget } from "@almanac/agent";
-import {
-  type ChatModel,
-  type Embedder,
-  type Logger,
-  type TokenCounter,
-  UserError,
-  writeFileDurably,
-} from "@almanac/core";
+import { type ChatModel, type Embedder, type Logger, type TokenCounter, UserError } from "@almanac/core";
+import { writeFileDurably } from "@almanac/durable-write";
 import {
   createMemoryFileStore,
   type ForgottenPhrase,

@@ -2,7 +2,6 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createToolkit, type Toolkit } from "@almanac/agent";
-import { createTokenCounter } from "@almanac/core";
 import {
   buildMemoryContext,
   dailyLogPath,
@@ -25,6 +24,7 @@ import {
   createMemoryTools,
   createSqliteIndex,
 } from "@almanac/memory-index";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 const group = sharedScope({ channel: "discord", account: "default", kind: "group", id: "42" });

@@ -1,9 +1,10 @@
 import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { createMessage, createTokenCounter, type Message } from "@almanac/core";
+import { createMessage, type Message } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import { type ScriptedLlm, script, startScriptedLlm } from "@almanac/testkit";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { afterEach, describe, expect, it } from "vitest";
 import { factSummarizerStep } from "../test/fact-summarizer.js";
 import { renderTranscript } from "./render-transcript.js";

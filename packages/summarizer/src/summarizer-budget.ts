@@ -1,12 +1,6 @@
 import type { BeforeModelCallContext } from "@almanac/agent";
-import {
-  countToolTokens,
-  createMessage,
-  isAlmanacError,
-  type Message,
-  type TokenCounter,
-  type ToolSpec,
-} from "@almanac/core";
+import { createMessage, isAlmanacError, type Message, type TokenCounter, type ToolSpec } from "@almanac/core";
+import { countToolTokens } from "@almanac/tokenizer";
 import { SummarizerError } from "./summarizer-error.js";
 
 /**

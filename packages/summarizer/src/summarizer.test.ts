@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
-import { createMessage, createTokenCounter, InternalError, type Message } from "@almanac/core";
+import { createMessage, InternalError, type Message } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import { createMemoryFileStore, type MemoryFileStore } from "@almanac/memory-files";
 import {
@@ -11,6 +11,7 @@ import {
   script,
   startScriptedLlm,
 } from "@almanac/testkit";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createSummarizer } from "./summarizer.js";
 import { SUMMARIZER_PROMPT } from "./summarizer-prompt.js";

@@ -1,14 +1,7 @@
 import { mkdir, readdir, readFile, rename, unlink } from "node:fs/promises";
 import * as path from "node:path";
-import {
-  describeError,
-  errnoCode,
-  fsyncDirectory,
-  InternalError,
-  type Logger,
-  PRIVATE_DIRECTORY_MODE,
-  writeFileDurably,
-} from "@almanac/core";
+import { describeError, errnoCode, InternalError, type Logger } from "@almanac/core";
+import { fsyncDirectory, PRIVATE_DIRECTORY_MODE, writeFileDurably } from "@almanac/durable-write";
 import { type JournalRecord, journalRecordSchema } from "./summary-job.js";
 
 /** The on-disk job journal: one JSON file per job in `<stateDir>/summarizer/jobs/`. */

@@ -7,9 +7,10 @@
  * messages to enqueue, and `killOnCommit` (die by SIGKILL right after the first commit record is
  * journaled, before any file is changed).
  */
-import { createMessage, createTokenCounter } from "@almanac/core";
+import { createMessage } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
 import { createMemoryFileStore, type MemoryFileStore } from "@almanac/memory-files";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { z } from "zod";
 import { createSummarizer } from "../src/summarizer.js";
 import { createSummaryQueue } from "../src/summary-queue.js";

@@ -1,13 +1,7 @@
 import { mkdir, open, readFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import {
-  describeError,
-  isErrnoCode,
-  type Logger,
-  PRIVATE_DIRECTORY_MODE,
-  PRIVATE_FILE_MODE,
-  writeFileDurably,
-} from "@almanac/core";
+import { describeError, isErrnoCode, type Logger } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, writeFileDurably } from "@almanac/durable-write";
 import { z } from "zod";
 import { scheduleSchema } from "./schedule.js";
 import type { FiringRecord, TaskRecord } from "./task-types.js";

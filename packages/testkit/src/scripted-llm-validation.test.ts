@@ -1,10 +1,6 @@
-import {
-  countToolTokens,
-  createMessage,
-  createTokenCounter,
-  type Message,
-  toOpenAIMessages,
-} from "@almanac/core";
+import { createMessage, type Message } from "@almanac/core";
+import { toOpenAIMessages } from "@almanac/openai-wire";
+import { countToolTokens, createTokenCounter } from "@almanac/tokenizer";
 import fc from "fast-check";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
@@ -51,7 +47,7 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
 }
 
 describe("context window", () => {
-  it("accepts a prompt of exactly the window, counted like core's token counter counts", async () => {
+  it("accepts a prompt of exactly the window, counted like the tokenizer's counter counts", async () => {
     const { llm, client } = await start({ contextWindow: promptTokens });
     llm.enqueue(script.text("ok"));
     const completion = await client.chat.completions.create({ model: "m", messages: wire });
@@ -108,7 +104,7 @@ describe("context window", () => {
     expect(llm.pending()).toBe(1);
   });
 
-  it("counts tool specs exactly as core's countToolTokens does, so a request sized by our meter is never refused", async () => {
+  it("counts tool specs exactly as the tokenizer's countToolTokens does, so a request sized by our meter is never refused", async () => {
     const specs = [
       { name: "memory_search", description: "Search notes", parameters: { type: "object" } },
       { name: "read_day_log", description: "Read the log", parameters: { type: "object", properties: {} } },

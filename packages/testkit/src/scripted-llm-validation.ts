@@ -1,12 +1,6 @@
-import {
-  countWireToolTokens,
-  fromOpenAIMessage,
-  isAlmanacError,
-  type Message,
-  type TokenCounter,
-  toolCallsOf,
-  toolResultsOf,
-} from "@almanac/core";
+import { isAlmanacError, type Message, type TokenCounter, toolCallsOf, toolResultsOf } from "@almanac/core";
+import { fromOpenAIMessage } from "@almanac/openai-wire";
+import { countWireToolTokens } from "@almanac/tokenizer";
 import { z } from "zod";
 
 /** Why the strict validator (or the API-key check) refused a request. */
@@ -53,7 +47,7 @@ export type ChatBody = z.infer<typeof chatBodySchema>;
 export interface AcceptedChat {
   readonly body: ChatBody;
   readonly messages: readonly Message[];
-  /** Prompt tokens: messages plus the tools JSON, as counted by core's token counter. */
+  /** Prompt tokens: messages plus the tools JSON, as counted by the tokenizer's counter. */
   readonly promptTokens: number;
 }
 
@@ -177,7 +171,7 @@ export function validateChatRequest(body: unknown, options: ChatValidationOption
       return malformed(`Invalid message at index ${index}: ${detail}`);
     }
   }
-  // Counted on the tools exactly as sent (the parsed copy may reorder keys), by core's one rule for tools.
+  // Counted on the tools exactly as sent (the parsed copy may reorder keys), by the one rule for tools.
   const sentTools = rawToolsSchema.safeParse(body).data?.tools ?? [];
   const promptTokens =
     options.counter.countMessages(messages) + countWireToolTokens(options.counter, sentTools);

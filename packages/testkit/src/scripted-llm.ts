@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { createTokenCounter } from "@almanac/core";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { parseJsonBody, readBody, responseAbortSignal, sendJson } from "./http-io.js";
 import { type EmbeddingStep, openAIErrorBody, type ScriptStep } from "./script.js";
 import { buildEmbeddingResponse } from "./scripted-embeddings.js";

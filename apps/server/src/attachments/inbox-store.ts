@@ -1,13 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { link, mkdir, open, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import {
-  fsyncDirectory,
-  InternalError,
-  isErrnoCode,
-  PRIVATE_DIRECTORY_MODE,
-  PRIVATE_FILE_MODE,
-} from "@almanac/core";
+import { InternalError, isErrnoCode } from "@almanac/core";
+import { fsyncDirectory, PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE } from "@almanac/durable-write";
 import { numberedFileName } from "./inbox-path.js";
 
 /** Names tried for one file before giving up (`photo.jpg`, `photo-2.jpg`, … `photo-1000.jpg`). */

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { type FileHandle, mkdir, open, utimes } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE } from "@almanac/durable-write";
 import { Parser, type ReadEntry } from "tar";
 import {
   type BackupManifest,

@@ -4,7 +4,8 @@ import { type FileHandle, link, mkdtemp, open, rename, rm, stat, unlink } from "
 import { dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { createGzip } from "node:zlib";
-import { fsyncDirectory, isErrnoCode, PRIVATE_FILE_MODE, UserError } from "@almanac/core";
+import { isErrnoCode, UserError } from "@almanac/core";
+import { fsyncDirectory, PRIVATE_FILE_MODE } from "@almanac/durable-write";
 import { Header, Pack, ReadEntry } from "tar";
 import {
   BACKUP_FORMAT,

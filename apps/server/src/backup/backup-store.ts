@@ -1,6 +1,7 @@
 import { type FileHandle, mkdir, open, readdir, rm, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { fsyncDirectory, isErrnoCode, PRIVATE_DIRECTORY_MODE, UserError } from "@almanac/core";
+import { isErrnoCode, UserError } from "@almanac/core";
+import { fsyncDirectory, PRIVATE_DIRECTORY_MODE } from "@almanac/durable-write";
 import { fileTimestamp, firstFreePaths } from "../sessions/file-helpers.js";
 import type { ArchiveSummary } from "./archive-writer.js";
 import { BACKUPS_DIR, STAGING_PREFIX } from "./data-dir-capture.js";

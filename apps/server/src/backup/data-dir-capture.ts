@@ -1,7 +1,8 @@
 import { constants, type Dirent, type Stats } from "node:fs";
 import { type FileHandle, lstat, open, readdir } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { isDurableWriteTempFile, isErrnoCode, UserError } from "@almanac/core";
+import { isErrnoCode, UserError } from "@almanac/core";
+import { isDurableWriteTempFile } from "@almanac/durable-write";
 import type { ManifestExclusion } from "./backup-manifest.js";
 
 /** The memory index, copied last through SQLite's online backup instead of being read as bytes. */

@@ -1,6 +1,7 @@
 import { chmod, mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { isErrnoCode, PRIVATE_DIRECTORY_MODE, UserError } from "@almanac/core";
+import { isErrnoCode, UserError } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE } from "@almanac/durable-write";
 import { acquireHomeLock } from "../home-lock.js";
 import { type ArchiveCheck, checkArchive } from "./archive-reader.js";
 

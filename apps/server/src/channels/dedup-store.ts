@@ -1,6 +1,6 @@
 import { appendFile, mkdir, open, readFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, writeFileDurably } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, writeFileDurably } from "@almanac/durable-write";
 
 /** Remembers delivered event ids across restarts so a platform's redelivery is answered once. */
 export interface DedupStore {

@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, open, readFile, stat, unlink } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
-import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, UserError } from "@almanac/core";
+import { UserError } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE } from "@almanac/durable-write";
 import { z } from "zod";
 import type { ArchiveCheck } from "../backup/archive-reader.js";
 import { ConfigError, loadConfig } from "../config/load-config.js";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { PRIVATE_DIRECTORY_MODE, writeFileDurably } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE, writeFileDurably } from "@almanac/durable-write";
 
 /** The admin token in force and whether it was generated just now (then it is printed once). */
 export interface AdminToken {

@@ -1,6 +1,7 @@
 import { join } from "node:path";
-import { type ChatModel, createTokenCounter, type TokenCounter, type Usage } from "@almanac/core";
+import type { ChatModel, TokenCounter, Usage } from "@almanac/core";
 import { createOpenAIChatModel } from "@almanac/llm";
+import { createTokenCounter } from "@almanac/tokenizer";
 import fp from "fastify-plugin";
 import { createImageResolver } from "../attachments/image-resolver.js";
 import { missingModelSettings, proxySettingsOf } from "../config/load-config.js";

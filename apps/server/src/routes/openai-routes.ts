@@ -4,9 +4,9 @@ import {
   type ImageBlock,
   type InboundMessage,
   isAlmanacError,
-  openAIChatMessageSchema,
   UserError,
 } from "@almanac/core";
+import { openAIChatMessageSchema } from "@almanac/openai-wire";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { AttachmentIntake } from "../attachments/attachment-intake.js";

@@ -4,11 +4,11 @@ import {
   type ChatRequest,
   type ChatResponse,
   createMessage,
-  createTokenCounter,
   type InboundMessage,
   type Message,
   silentLogger,
 } from "@almanac/core";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { beforeEach, describe, expect, it } from "vitest";
 import {
   createMemorySessionState,

@@ -7,10 +7,10 @@ import {
   type ChatRequest,
   type ChatResponse,
   createMessage,
-  createTokenCounter,
   type InboundMessage,
   sessionKeyToFileStem,
 } from "@almanac/core";
+import { createTokenCounter } from "@almanac/tokenizer";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createTestRunner, createTestSessionManager } from "../../test/test-session-manager.js";
 import { createLaneScheduler } from "../sessions/lane-scheduler.js";

@@ -13,7 +13,6 @@ import {
 } from "@almanac/compaction";
 import {
   type ChatModel,
-  countToolTokens,
   createMessage,
   InternalError,
   type Logger,
@@ -26,6 +25,7 @@ import {
   withMark,
 } from "@almanac/core";
 import type { MemoryScope } from "@almanac/memory-files";
+import { countToolTokens } from "@almanac/tokenizer";
 import type { Conversation } from "./conversation.js";
 import type { TurnRequest, TurnResult } from "./session-types.js";
 import { SCHEDULED_MARK, userMessageOf } from "./turn-input.js";

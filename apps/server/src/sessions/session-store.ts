@@ -1,17 +1,13 @@
 import { mkdir, rename, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
+import { isErrnoCode, type Logger, type Message, sessionKeyToFileStem, silentLogger } from "@almanac/core";
 import {
   fsyncDirectory,
-  isErrnoCode,
-  type Logger,
-  type Message,
   PRIVATE_DIRECTORY_MODE,
   removeStaleTempFiles,
-  sessionKeyToFileStem,
-  silentLogger,
   stageFileDurably,
   writeFileDurably,
-} from "@almanac/core";
+} from "@almanac/durable-write";
 import { fileTimestamp, firstFreePaths, pathExists, readTextIfExists } from "./file-helpers.js";
 import { createKeyedMutex } from "./keyed-mutex.js";
 import type {

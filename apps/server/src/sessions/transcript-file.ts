@@ -1,14 +1,8 @@
 import { statSync } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { dirname } from "node:path";
-import {
-  fsyncDirectory,
-  isErrnoCode,
-  type Logger,
-  type Message,
-  PRIVATE_FILE_MODE,
-  type StagedFile,
-} from "@almanac/core";
+import { isErrnoCode, type Logger, type Message } from "@almanac/core";
+import { fsyncDirectory, PRIVATE_FILE_MODE, type StagedFile } from "@almanac/durable-write";
 import { linesOf } from "../lines-of.js";
 import { isMissing } from "./file-helpers.js";
 import { checkMessages, describeIssues, transcriptLineSchema } from "./session-snapshot.js";

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { appendFile, mkdir, readdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { describeError, type Logger, PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE } from "@almanac/core";
+import { describeError, type Logger } from "@almanac/core";
+import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE } from "@almanac/durable-write";
 import { localDateOf } from "@almanac/memory-files";
 import { z } from "zod";
 import { readTextIfExists } from "../sessions/file-helpers.js";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { type FileHandle, open, readdir, rename, stat, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { groupCalls } from "./grouped-calls.js";
+import { groupCalls, isErrnoCode } from "@almanac/core";
 
 // The one durable write for every file Almanac replaces (snapshots, memory files, the summarizer journal,
 // workspace files, the admin token, the dedup log). Hand-rolled rather than write-file-atomic: measured
@@ -145,18 +145,4 @@ export async function removeStaleTempFiles(directory: string): Promise<string[]>
   const names = (await readdir(directory)).filter(isDurableWriteTempFile);
   await Promise.all(names.map((name) => unlink(join(directory, name)).catch(() => {})));
   return names;
-}
-
-/** The `code` of a Node.js system error (e.g. `ENOENT`), if it has one. */
-export function errnoCode(error: unknown): string | undefined {
-  if (typeof error === "object" && error !== null && "code" in error && typeof error.code === "string") {
-    return error.code;
-  }
-  return undefined;
-}
-
-/** True when `error` is a Node system error with one of the given `code`s (e.g. `ENOENT`). */
-export function isErrnoCode(error: unknown, ...codes: string[]): boolean {
-  const code = errnoCode(error);
-  return code !== undefined && codes.includes(code);
 }

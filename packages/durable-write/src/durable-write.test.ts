@@ -14,6 +14,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { formatSessionKey, sessionKeyToFileStem } from "@almanac/core";
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
@@ -23,7 +24,6 @@ import {
   stageFileDurably,
   writeFileDurably,
 } from "./durable-write.js";
-import { formatSessionKey, sessionKeyToFileStem } from "./session-key.js";
 
 const childScript = fileURLToPath(new URL("../test/durable-write-child.ts", import.meta.url));
 

@@ -1,7 +1,7 @@
 /**
- * Writes packages/core/data/<encoding>.ranks (the layout is in src/bpe-rank-table.ts) from gpt-tokenizer's own
+ * Writes packages/tokenizer/data/<encoding>.ranks (the layout is in src/bpe-rank-table.ts) from gpt-tokenizer's own
  * rank table, so the token counter gets the same ranks without loading that table at run time.
- * Run after upgrading gpt-tokenizer: `npx tsx packages/core/scripts/generate-bpe-ranks.ts`
+ * Run after upgrading gpt-tokenizer: `npx tsx packages/tokenizer/scripts/generate-bpe-ranks.ts`
  * (bpe-rank-table.test.ts fails until the committed files match the installed gpt-tokenizer again).
  */
 import { writeFileSync } from "node:fs";

@@ -1,12 +1,5 @@
+import { type ContentBlock, createMessage, type Message, type MessageMark, UserError } from "@almanac/core";
 import { z } from "zod";
-import { UserError } from "./errors.js";
-import {
-  type ContentBlock,
-  createMessage,
-  type ImageBlock,
-  type Message,
-  type MessageMark,
-} from "./message.js";
 
 /** A text part of an OpenAI content array. */
 export interface OpenAITextPart {
@@ -60,34 +53,6 @@ export const emptyMessagePlaceholder = Object.freeze({
   system: "(empty system message)",
   assistant: "(empty reply)",
 });
-
-/**
- * The scheme of an image part that names a file in the workspace (`almanac-file:inbox/2026-12-06/photo.jpg`, relative
- * to the workspace root) instead of carrying its bytes: what messages and transcripts hold. The chat model turns it
- * into a `data:` URL only while it sends a request (docs/attachments.md), so no transcript ever holds base64.
- */
-export const WORKSPACE_FILE_SCHEME = "almanac-file:";
-
-/** The image URL of a workspace file (a `/`-separated path relative to the workspace root). */
-export function workspaceFileUrl(relativePath: string): string {
-  return `${WORKSPACE_FILE_SCHEME}${relativePath}`;
-}
-
-/** The workspace-relative path a {@link workspaceFileUrl} names, or undefined for any other URL. */
-export function workspaceFilePath(url: string): string | undefined {
-  return url.startsWith(WORKSPACE_FILE_SCHEME) ? url.slice(WORKSPACE_FILE_SCHEME.length) : undefined;
-}
-
-/**
- * An image part in words, where pixels cannot go (a text-only model, a summary, a log): `[image: inbox/…/photo.jpg]`
- * for a workspace file, the link for a remote image, never the bytes of a `data:` URL.
- */
-export function imageAsText(block: ImageBlock): string {
-  const path = workspaceFilePath(block.url);
-  if (path !== undefined) return `[image: ${path}]`;
-  if (block.url.startsWith("data:")) return "[image: inline data]";
-  return `[image: ${block.url}]`;
-}
 
 function textOnly(blocks: readonly ContentBlock[]): string[] {
   const texts: string[] = [];

@@ -1,8 +1,8 @@
+import { createMessage, withMark } from "@almanac/core";
 import fc from "fast-check";
 import * as cl100k from "gpt-tokenizer/encoding/cl100k_base";
 import * as o200k from "gpt-tokenizer/encoding/o200k_base";
 import { describe, expect, it } from "vitest";
-import { createMessage, withMark } from "./message.js";
 import { createEstimatingTokenCounter, createTokenCounter, estimateTokens } from "./token-counter.js";
 
 describe("token counter", () => {

@@ -1,15 +1,11 @@
+import { type ContentBlock, createMessage, type Message, UserError } from "@almanac/core";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { UserError } from "./errors.js";
-import { type ContentBlock, createMessage, type Message } from "./message.js";
 import {
   emptyMessagePlaceholder,
   fromOpenAIMessage,
-  imageAsText,
   toOpenAIMessage,
   toOpenAIMessages,
-  workspaceFilePath,
-  workspaceFileUrl,
 } from "./openai-wire.js";
 
 function roundTrip(message: Message, includeReasoning = true): Message[] {
@@ -163,26 +159,5 @@ describe("messages a strict server would refuse as empty", () => {
       }),
     ]);
     expect(wire).toMatchObject({ role: "assistant", content: null });
-  });
-});
-
-describe("images that name workspace files", () => {
-  it("round-trips a workspace path through its reference URL, and reads no other URL as one", () => {
-    const url = workspaceFileUrl("inbox/2026-12-06/cat.png");
-    expect(url).toBe("almanac-file:inbox/2026-12-06/cat.png");
-    expect(workspaceFilePath(url)).toBe("inbox/2026-12-06/cat.png");
-    expect(workspaceFilePath("https://cdn.example/cat.png")).toBeUndefined();
-  });
-
-  it("puts an image in words as its path or link, never the bytes of a data URL", () => {
-    expect(imageAsText({ type: "image", url: "almanac-file:inbox/2026-12-06/cat.png" })).toBe(
-      "[image: inbox/2026-12-06/cat.png]",
-    );
-    expect(imageAsText({ type: "image", url: "https://cdn.example/cat.png" })).toBe(
-      "[image: https://cdn.example/cat.png]",
-    );
-    expect(imageAsText({ type: "image", url: "data:image/png;base64,iVBORw0KGgo=" })).toBe(
-      "[image: inline data]",
-    );
   });
 });

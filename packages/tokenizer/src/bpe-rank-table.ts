@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 
 /**
- * A BPE encoding's rank table, read from a compact file in `packages/core/data/` that
+ * A BPE encoding's rank table, read from a compact file in `packages/tokenizer/data/` that
  * `scripts/generate-bpe-ranks.ts` writes from gpt-tokenizer's own table (bpe-rank-table.test.ts checks that the
  * committed files are what the generator makes from the installed gpt-tokenizer).
  *

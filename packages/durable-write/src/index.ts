@@ -1,0 +1,11 @@
+export {
+  type DurableWriteOptions,
+  fsyncDirectory,
+  isDurableWriteTempFile,
+  PRIVATE_DIRECTORY_MODE,
+  PRIVATE_FILE_MODE,
+  removeStaleTempFiles,
+  type StagedFile,
+  stageFileDurably,
+  writeFileDurably,
+} from "./durable-write.js";
