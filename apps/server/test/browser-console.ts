@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Browser, chromium, type Page } from "playwright-core";
+import { type Browser, type BrowserContextOptions, chromium, type Page } from "playwright-core";
 
 /** The repository root. */
 export const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
@@ -85,4 +85,44 @@ export async function logIn(page: Page, baseUrl: string, token: string, path = "
 export async function openConversation(page: Page, baseUrl: string, id: string): Promise<void> {
   await page.goto(`${baseUrl}/chat?conversation=${encodeURIComponent(id)}`);
   await page.locator("textarea[name=message]:enabled").waitFor();
+}
+
+/**
+ * A page of the console as a person sees it: the Content-Security-Policy the server sends applied to every page
+ * (see console-hardening), violations collected in `window.cspViolations`, page errors and any browser dialog
+ * pushed to `pageErrors` (a test ends by expecting none).
+ */
+export async function openWatchedPage(
+  browser: Browser,
+  serverUrl: string,
+  pageErrors: string[],
+  options: BrowserContextOptions = {},
+): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...options });
+  const origin = new URL(serverUrl).origin;
+  await context.route(
+    (url) => url.origin === origin && !/^\/(api|assets)\//.test(url.pathname),
+    async (route) => {
+      const response = await route.fetch();
+      await route.fulfill({
+        response,
+        headers: { ...response.headers(), "content-security-policy": CONSOLE_CSP },
+      });
+    },
+  );
+  await context.addInitScript(() => {
+    const seen: string[] = [];
+    (window as unknown as { cspViolations: string[] }).cspViolations = seen;
+    document.addEventListener("securitypolicyviolation", (event) =>
+      seen.push(`${event.effectiveDirective} ${event.blockedURI}`),
+    );
+  });
+  context.setDefaultTimeout(15_000);
+  const page = await context.newPage();
+  page.on("pageerror", (error) => pageErrors.push(String(error)));
+  page.on("dialog", (browserDialog) => {
+    pageErrors.push(`unexpected browser dialog: ${browserDialog.message()}`);
+    void browserDialog.dismiss();
+  });
+  return page;
 }

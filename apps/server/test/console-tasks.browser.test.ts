@@ -1,15 +1,15 @@
 import { copyFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { lastUserText, script } from "@almanac/testkit";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ARTIFACT_DIR,
-  CONSOLE_CSP,
   DOC_SCREENSHOT_DIR,
   ensureConsoleBuilt,
   launchChromium,
   logIn,
+  openWatchedPage,
 } from "./browser-console.js";
 import { startTestServer, TEST_TOKEN, type TestServer } from "./test-server.js";
 
@@ -31,7 +31,6 @@ interface Firing {
 describe("the Tasks page in a real browser", () => {
   let running: TestServer;
   let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
   const pageErrors: string[] = [];
 
@@ -77,33 +76,7 @@ describe("the Tasks page in a real browser", () => {
       if (text.startsWith("[Scheduled task")) return script.text(`Reminder: ${text.split("\n")[1] ?? ""}`);
       return script.text("Noted.");
     });
-    context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-    // The console's pages get the Content-Security-Policy the server is to send (see console-hardening).
-    const origin = new URL(running.server.url).origin;
-    await context.route(
-      (url) => url.origin === origin && !/^\/(api|assets)\//.test(url.pathname),
-      async (route) => {
-        const response = await route.fetch();
-        await route.fulfill({
-          response,
-          headers: { ...response.headers(), "content-security-policy": CONSOLE_CSP },
-        });
-      },
-    );
-    await context.addInitScript(() => {
-      const seen: string[] = [];
-      (window as unknown as { cspViolations: string[] }).cspViolations = seen;
-      document.addEventListener("securitypolicyviolation", (event) =>
-        seen.push(`${event.effectiveDirective} ${event.blockedURI}`),
-      );
-    });
-    context.setDefaultTimeout(15_000);
-    page = await context.newPage();
-    page.on("pageerror", (error) => pageErrors.push(String(error)));
-    page.on("dialog", (browserDialog) => {
-      pageErrors.push(`unexpected browser dialog: ${browserDialog.message()}`);
-      void browserDialog.dismiss();
-    });
+    page = await openWatchedPage(browser, running.server.url, pageErrors);
   }, 180_000);
   afterAll(async () => {
     await browser?.close();
