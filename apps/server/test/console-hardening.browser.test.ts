@@ -4,11 +4,11 @@ import type { Browser, Page, Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ARTIFACT_DIR,
-  CONSOLE_CSP,
   ensureConsoleBuilt,
   launchChromium,
   logIn,
   openConversation,
+  openWatchedPage,
 } from "./browser-console.js";
 import { startTestServer, TEST_TOKEN, type TestServer } from "./test-server.js";
 
@@ -159,34 +159,17 @@ describe("console under the server's Content-Security-Policy", () => {
   });
 
   it("runs every page with the policy in force and no violation", async () => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: running.server.url });
-    const origin = new URL(running.server.url).origin;
     // The console's pages (not the API or the hashed assets) get the header, as the server will send it.
-    await context.route(
-      (url) => url.origin === origin && !/^\/(api|assets)\//.test(url.pathname),
-      async (route) => {
-        const response = await route.fetch();
-        await route.fulfill({
-          response,
-          headers: { ...response.headers(), "content-security-policy": CONSOLE_CSP },
-        });
-      },
-    );
-    await context.addInitScript(() => {
-      const seen: string[] = [];
-      (window as unknown as { cspViolations: string[] }).cspViolations = seen;
-      document.addEventListener("securitypolicyviolation", (event) =>
-        seen.push(`${event.effectiveDirective} ${event.blockedURI}`),
-      );
-    });
-    context.setDefaultTimeout(15_000);
-    const page = await context.newPage();
     const errors: string[] = [];
+    const page = await openWatchedPage(browser, running.server.url, errors, {
+      viewport: { width: 1280, height: 860 },
+    });
+    await page
+      .context()
+      .grantPermissions(["clipboard-read", "clipboard-write"], { origin: running.server.url });
     page.on("console", (message) => {
       if (message.type() === "error") errors.push(message.text());
     });
-    page.on("pageerror", (error) => errors.push(String(error)));
     const violations = () =>
       page.evaluate(() => (window as unknown as { cspViolations: string[] }).cspViolations);
 
@@ -238,6 +221,6 @@ describe("console under the server's Content-Security-Policy", () => {
     expect(
       await page.evaluate(() => (window as unknown as { inlineRan?: boolean }).inlineRan),
     ).toBeUndefined();
-    await context.close();
+    await page.context().close();
   });
 });
