@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { type HeldResponse, ResponseHolds } from "../held-responses.js";
 import { sendJson } from "../http-io.js";
 import type { FakeCdn } from "./fake-discord-cdn.js";
 import type { FakeRestReply } from "./fake-discord-interactions.js";
@@ -78,12 +79,7 @@ export interface FakeRateLimitHit {
 }
 
 /** The answer to one message-create request, held back; see {@link FakeRest.holdNextMessageResponse}. */
-export interface FakeHeldResponse {
-  /** Resolves with the message once the fake created it (and echoed it) and is holding back the answer. */
-  readonly message: Promise<FakeSentMessage>;
-  /** Sends the held answer (nothing is sent when the client is gone); before a request was caught, cancels the hold. */
-  release(): void;
-}
+export type FakeHeldResponse = HeldResponse<FakeSentMessage>;
 
 /** What the REST half needs from the rest of the fake. */
 export interface FakeRestDependencies {
@@ -141,12 +137,6 @@ const INTERACTION_CALLBACK = /^\/interactions\/(\d+)\/([^/]+)\/callback$/;
 /** A reply, possibly held back until `heldUntil` settles. */
 type RestReply = FakeRestReply & { readonly heldUntil?: Promise<void> };
 
-interface Hold {
-  readonly caught: (message: FakeSentMessage) => void;
-  readonly released: Promise<void>;
-  readonly release: () => void;
-}
-
 interface Trap {
   readonly matches: (method: string, path: string) => boolean;
   readonly respond: (method: string, path: string, response: ServerResponse) => void;
@@ -182,8 +172,7 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
   const rateLimitRecords: FakeRateLimitHit[] = [];
   const traps: Trap[] = [];
   /** Holds not yet caught, in order, and every hold not yet released. */
-  const pendingHolds: Hold[] = [];
-  const openHolds = new Set<Hold>();
+  const holds = new ResponseHolds<FakeSentMessage>();
   /** `author:nonce` → the message created with it, and when. */
   const nonces = new Map<string, { readonly messageId: string; readonly at: number }>();
 
@@ -299,10 +288,10 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
       });
     }
     dependencies.created(message);
-    const hold = pendingHolds.shift();
-    if (hold === undefined) return { status: 200, body: message };
-    hold.caught(sent);
-    return { status: 200, body: message, heldUntil: hold.released };
+    const heldUntil = holds.take(sent);
+    return heldUntil === undefined
+      ? { status: 200, body: message }
+      : { status: 200, body: message, heldUntil };
   }
 
   function route(
@@ -448,32 +437,8 @@ export function createFakeRest(dependencies: FakeRestDependencies): FakeRest {
         },
       });
     },
-    holdNextMessageResponse() {
-      let caught: (message: FakeSentMessage) => void = () => {};
-      const message = new Promise<FakeSentMessage>((resolve) => {
-        caught = resolve;
-      });
-      let resolveReleased: () => void = () => {};
-      const released = new Promise<void>((resolve) => {
-        resolveReleased = resolve;
-      });
-      const hold: Hold = {
-        caught,
-        released,
-        release() {
-          const index = pendingHolds.indexOf(hold);
-          if (index >= 0) pendingHolds.splice(index, 1);
-          openHolds.delete(hold);
-          resolveReleased();
-        },
-      };
-      pendingHolds.push(hold);
-      openHolds.add(hold);
-      return { message, release: hold.release };
-    },
-    releaseHeld() {
-      for (const hold of [...openHolds]) hold.release();
-    },
+    holdNextMessageResponse: () => holds.holdNext(),
+    releaseHeld: () => holds.releaseAll(),
     requests: () => [...requestRecords],
     sent: () => [...sentRecords],
     typing: () => [...typingRecords],

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
+import { type HeldResponse, ResponseHolds } from "../held-responses.js";
 import { parseJsonBody } from "../http-io.js";
 import { cardProblem, isSharedCard } from "./cards.js";
 import {
@@ -112,12 +113,7 @@ export interface RestOutput {
 }
 
 /** The answer to one send or reply, held back; see {@link RestApi.holdNextMessageResponse}. */
-export interface FakeHeldResponse {
-  /** Resolves with the message once the fake created it and is holding back the answer. */
-  readonly message: Promise<FakeSentMessage>;
-  /** Sends the held answer (nothing is sent when the client is gone); before a request was caught, cancels the hold. */
-  release(): void;
-}
+export type FakeHeldResponse = HeldResponse<FakeSentMessage>;
 
 /** The fake open platform's REST API and its records. */
 export interface RestApi {
@@ -167,12 +163,6 @@ export interface RestApiOptions {
   readonly clock: () => number;
 }
 
-interface Hold {
-  readonly caught: (message: FakeSentMessage) => void;
-  readonly released: Promise<void>;
-  readonly release: () => void;
-}
-
 const tokenRequest = z.object({ app_id: z.string(), app_secret: z.string() });
 const sendBody = z.object({
   receive_id: z.string().min(1),
@@ -217,8 +207,7 @@ export function createRestApi(options: RestApiOptions): RestApi {
   /** uuid → the answer to the message first sent with it, and when. */
   const byUuid = new Map<string, { readonly answer: RestOutput; readonly at: number }>();
   /** Holds not yet caught, in order, and every hold not yet released. */
-  const pendingHolds: Hold[] = [];
-  const openHolds = new Set<Hold>();
+  const holds = new ResponseHolds<FakeSentMessage>();
   const sent: FakeSentMessage[] = [];
   const reactions: FakeReaction[] = [];
   const requests: FakeRestRequest[] = [];
@@ -280,10 +269,8 @@ export function createRestApi(options: RestApiOptions): RestApi {
     if (result.msgType === "interactive") cards.set(result.messageId, result.content);
     const answer = ok(messageData(result));
     if (uuid !== undefined) byUuid.set(uuid, { answer, at: options.clock() });
-    const hold = pendingHolds.shift();
-    if (hold === undefined) return answer;
-    hold.caught(result);
-    return { ...answer, heldUntil: hold.released };
+    const heldUntil = holds.take(result);
+    return heldUntil === undefined ? answer : { ...answer, heldUntil };
   };
 
   const route = (input: RestInput, body: unknown): RestOutput => {
@@ -551,32 +538,8 @@ export function createRestApi(options: RestApiOptions): RestApi {
     requests: () => [...requests],
     rateLimitNext: (limit = {}) => void rateLimits.push(limit),
     failNext: (failure) => void failures.push(failure),
-    holdNextMessageResponse() {
-      let caught: (message: FakeSentMessage) => void = () => {};
-      const message = new Promise<FakeSentMessage>((resolve) => {
-        caught = resolve;
-      });
-      let resolveReleased: () => void = () => {};
-      const released = new Promise<void>((resolve) => {
-        resolveReleased = resolve;
-      });
-      const hold: Hold = {
-        caught,
-        released,
-        release() {
-          const index = pendingHolds.indexOf(hold);
-          if (index >= 0) pendingHolds.splice(index, 1);
-          openHolds.delete(hold);
-          resolveReleased();
-        },
-      };
-      pendingHolds.push(hold);
-      openHolds.add(hold);
-      return { message, release: hold.release };
-    },
-    releaseHeld() {
-      for (const hold of [...openHolds]) hold.release();
-    },
+    holdNextMessageResponse: () => holds.holdNext(),
+    releaseHeld: () => holds.releaseAll(),
   };
 }
 
