@@ -28,6 +28,8 @@ const createParameters = z.object({
   every: z.string().optional().describe("Recurring interval, at least 1 minute: '1h'."),
   timeZone: z.string().optional().describe("IANA zone, default the person's."),
 });
+const listParameters = z.object({});
+const cancelParameters = z.object({ id: z.string().min(1) });
 
 /** One task as the tools show it: what, when next, in the person's time zone. */
 function describeTask(task: TaskRecord, now: number): string {
@@ -93,7 +95,7 @@ export function createTaskTools(options: TaskToolOptions): Tool[] {
   const list = defineTool({
     name: "task_list",
     description: "This conversation's scheduled tasks and their next times.",
-    parameters: z.object({}),
+    parameters: listParameters,
     async execute() {
       const tasks = scheduler
         .tasks({ sessionKey })
@@ -105,7 +107,7 @@ export function createTaskTools(options: TaskToolOptions): Tool[] {
   const cancel = defineTool({
     name: "task_cancel",
     description: "Cancel a scheduled task of this conversation by id.",
-    parameters: z.object({ id: z.string().min(1) }),
+    parameters: cancelParameters,
     async execute({ id }) {
       const task = scheduler.task(id);
       if (task === undefined || task.sessionKey !== sessionKey)

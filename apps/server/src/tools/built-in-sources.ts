@@ -18,13 +18,15 @@ export function memoryToolSource(memory: Memory): ServerToolSource {
   };
 }
 
+const forgetParameters = z.object({ phrase: z.string().min(3).max(200) });
+
 /** `memory_forget`: removes a fact from MEMORY.md and every daily log, and keeps it from coming back. */
 function forgetTool(memory: Memory, sessionKey: string): Tool {
   return defineTool({
     name: "memory_forget",
     description:
       "Forget a fact when asked: removes every line of MEMORY.md and the daily logs that mentions the phrase, and keeps it from coming back. Use a short distinctive phrase; say what was removed.",
-    parameters: z.object({ phrase: z.string().min(3).max(200) }),
+    parameters: forgetParameters,
     async execute({ phrase }) {
       const report = await memory.forget(phrase, sessionKey);
       if (report.files.length === 0)

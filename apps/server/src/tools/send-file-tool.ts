@@ -39,6 +39,12 @@ function channelOf(sessionKey: string): string | undefined {
   }
 }
 
+// Built once: a turn makes its tools afresh (they act for its conversation), their schemas need not be.
+const sendFileParameters = z.object({
+  path: z.string().min(1).max(1024),
+  caption: z.string().max(1000).optional(),
+});
+
 /** Kept short: every turn's prompt carries it (a 4K window has little room to spare). */
 function description(scope: MemoryScope): string {
   const which = scope.kind === "owner" ? "a workspace file" : `a file of ${sharedScopePrefix(scope)}`;
@@ -50,10 +56,7 @@ function createSendFileTool(options: SendFileToolOptions, scope: MemoryScope, se
   return defineTool({
     name: SEND_FILE_TOOL,
     description: description(scope),
-    parameters: z.object({
-      path: z.string().min(1).max(1024),
-      caption: z.string().max(1000).optional(),
-    }),
+    parameters: sendFileParameters,
     async execute({ path, caption }) {
       const channel = channelOf(sessionKey);
       if (channel === undefined)
