@@ -40,6 +40,7 @@ const extra = values.args.split(" ").filter((arg) => arg !== "");
 /** The columns shown, each a figure server-process writes (the 100 × 10 ones without "warm": its first round). */
 const columns = {
   "seq p50": "sequential-latency-p50",
+  "beyond p50": "sequential-beyond-model-p50",
   "beyond p99": "sequential-beyond-model-p99",
   "CPU/turn": "sequential-server-cpu-per-turn",
   "100×10 CPU": "concurrent-round-1-server-cpu-per-turn",

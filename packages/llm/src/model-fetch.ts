@@ -1,4 +1,4 @@
-import { EnvHttpProxyAgent, fetch as undiciFetch } from "undici";
+import { type Dispatcher, EnvHttpProxyAgent, interceptors, request } from "undici";
 
 /**
  * Where model requests go through a proxy, as the usual variables say (`HTTP_PROXY`, `HTTPS_PROXY`,
@@ -13,11 +13,25 @@ export interface ProxySettings {
   readonly noProxy?: string;
 }
 
+/** Redirects followed, as `fetch` follows them (a model endpoint behind a moved path). */
+const MAX_REDIRECTIONS = 5;
+
+/** Statuses whose response has no body (a `Response` refuses one). */
+const NULL_BODY_STATUSES: ReadonlySet<number> = new Set([101, 103, 204, 205, 304]);
+
+type FetchInput = Parameters<typeof fetch>[0];
+
 /**
- * The `fetch` the `openai` client sends model and embedding requests with: undici's, over one connection pool
- * per endpoint that keeps connections alive between requests and goes through the configured proxy (or
- * directly, for hosts in `noProxy` and when no proxy is set). The same on Node 20 and Node 24, whose global
- * fetch differ in whether they honour proxy variables at all.
+ * The `fetch` the `openai` client sends model and embedding requests with, over one undici connection pool per
+ * endpoint that keeps connections alive between requests and goes through the configured proxy (or directly,
+ * for hosts in `noProxy` and when no proxy is set). The same on Node 20 and Node 24, whose global fetch differ
+ * in whether they honour proxy variables at all.
+ *
+ * Requests go out through undici's `request` on that pool and come back as a standard `Response` over the
+ * received bytes: undici's `fetch` costs the main thread ~100 µs more a call for the same request (web streams
+ * for the request body, the fetch algorithm's bookkeeping), measured in docs/decisions/0008-turn-io-measured.md.
+ * A body only the platform knows how to encode (its `FormData`, a `Blob`, a stream) is encoded by the
+ * platform's own `Request` first, so a form built with the global `FormData` is sent as the form it is.
  */
 export function createModelFetch(proxy: ProxySettings = {}): typeof fetch {
   const dispatcher = new EnvHttpProxyAgent({
@@ -25,12 +39,66 @@ export function createModelFetch(proxy: ProxySettings = {}): typeof fetch {
     httpProxy: proxy.httpProxy ?? "",
     httpsProxy: proxy.httpsProxy ?? "",
     noProxy: proxy.noProxy ?? "",
-  });
-  const modelFetch = (input: Parameters<typeof fetch>[0], init?: RequestInit) =>
-    undiciFetch(input as Parameters<typeof undiciFetch>[0], {
-      ...(init as Parameters<typeof undiciFetch>[1]),
+  }).compose(interceptors.redirect({ maxRedirections: MAX_REDIRECTIONS }));
+  return async (input: FetchInput, init?: RequestInit): Promise<Response> => {
+    const body = init?.body ?? undefined;
+    if (
+      !(input instanceof Request) &&
+      (body === undefined || typeof body === "string" || body instanceof Uint8Array)
+    )
+      return send(dispatcher, input, init?.method, init?.headers, body, init?.signal ?? undefined);
+    const prepared = new Request(input, { ...init, duplex: "half" } as RequestInit);
+    const bytes = prepared.body === null ? undefined : new Uint8Array(await prepared.arrayBuffer());
+    return send(
       dispatcher,
-    });
-  // undici's Response is the same web API as the global one; the types differ only in where they come from.
-  return modelFetch as unknown as typeof fetch;
+      prepared.url,
+      prepared.method,
+      prepared.headers,
+      bytes,
+      init?.signal ?? undefined,
+    );
+  };
+}
+
+/** Sends one request and answers with a `Response` over what came back. */
+async function send(
+  dispatcher: Dispatcher,
+  url: string | URL,
+  requestMethod: string | undefined,
+  requestHeaders: HeadersInit | undefined,
+  body: string | Uint8Array | undefined,
+  signal: AbortSignal | undefined,
+): Promise<Response> {
+  const method = (requestMethod ?? "GET").toUpperCase() as Dispatcher.HttpMethod;
+  const answer = await request(url, {
+    dispatcher,
+    method,
+    headers: headerRecord(requestHeaders),
+    ...(body === undefined ? {} : { body }),
+    ...(signal === undefined ? {} : { signal }),
+  });
+  const headers: [string, string][] = [];
+  for (const [name, value] of Object.entries(answer.headers)) {
+    if (Array.isArray(value)) for (const each of value) headers.push([name, each]);
+    else if (value !== undefined) headers.push([name, value]);
+  }
+  if (NULL_BODY_STATUSES.has(answer.statusCode) || method === "HEAD") {
+    await answer.body.dump();
+    return new Response(null, { status: answer.statusCode, headers });
+  }
+  // The received bytes as a web stream: `Response` takes any async iterable of bytes (Node 20 and 24 alike).
+  return new Response(answer.body as unknown as ReadableStream<Uint8Array>, {
+    status: answer.statusCode,
+    headers,
+  });
+}
+
+/** The request's headers as one record (names lower-cased, repeated values joined as `Headers` joins them). */
+function headerRecord(init: HeadersInit | undefined): Record<string, string> {
+  const record: Record<string, string> = {};
+  if (init === undefined) return record;
+  new Headers(init).forEach((value, name) => {
+    record[name] = value;
+  });
+  return record;
 }

@@ -35,8 +35,8 @@ export type OpenAITranscriberConfig = EndpointConfig;
 const transcriptionSchema = z.object({ text: z.string() }).loose();
 
 /**
- * The upload as multipart form data, encoded here: the SDK's own multipart path needs a `fetch` that takes the
- * global `FormData`, and ours (undici's, for the proxy) brings its own class. The bytes go as a normal body.
+ * The upload as multipart form data, encoded here by the platform's own `FormData` and `Response` and sent as a
+ * plain body with its content type: the request takes the chat model's path (retries, error classification).
  */
 async function multipartBody(
   audio: AudioInput,

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { appendFile, mkdir, readdir } from "node:fs/promises";
+import { appendFileSync } from "node:fs";
+import { mkdir, readdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describeError, type Logger } from "@almanac/core";
 import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE } from "@almanac/durable-write";
@@ -168,7 +169,9 @@ export function createStatsJournal(options: StatsJournalOptions): StatsJournal {
   // One chain of writes for the whole journal: appends land in the order they were made. Lines for a file whose
   // write is already scheduled join it, so a busy server writes each file once per round rather than once per
   // record. Not fsynced: a statistics point needs to survive a crash of the process (the kernel has the write),
-  // not a power cut.
+  // not a power cut. Appended blocking, as the logger writes its lines: a line into the page cache costs the
+  // main thread ~5 µs, where node:fs/promises' appendFile (open, write, close, each through the thread pool)
+  // costs it ~40 µs and the process ~80 µs a file, twice a turn (docs/decisions/0008-turn-io-measured.md).
   let writes: Promise<void> = Promise.resolve();
   const pending = new Map<string, string[]>();
   const madeFolders = new Set<string>();
@@ -201,7 +204,7 @@ export function createStatsJournal(options: StatsJournalOptions): StatsJournal {
           await mkdir(folder, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
           madeFolders.add(folder);
         }
-        await appendFile(file, lines.join(""), { encoding: "utf8", mode: PRIVATE_FILE_MODE });
+        appendFileSync(file, lines.join(""), { encoding: "utf8", mode: PRIVATE_FILE_MODE });
       } catch (error) {
         // A folder removed meanwhile is made again next time.
         madeFolders.clear();
