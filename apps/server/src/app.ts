@@ -10,6 +10,7 @@ import { type TightenedPermissions, tightenDataPermissions } from "./data-permis
 import { acquireHomeLock } from "./home-lock.js";
 import { type AdminToken, ensureAdminToken } from "./http/admin-token.js";
 import { createHttpErrorHandler, handleClientError, MAX_PATH_SEGMENT_CHARS } from "./http/http-errors.js";
+import { createLazySchemaCompilers, type LazySchemaCompilers } from "./http/lazy-schema-compilers.js";
 import { createLogger } from "./logger.js";
 import { adminRoutesPlugin } from "./plugins/admin-routes-plugin.js";
 import { attachmentsPlugin } from "./plugins/attachments-plugin.js";
@@ -36,6 +37,8 @@ export interface BuildAppOptions {
   readonly logDestination?: pino.DestinationStream;
   /** Where the one-time "generated admin token" notice goes (default stdout). */
   readonly announce?: (line: string) => void;
+  /** Fastify's schema compilers (default: lazy ones); tests pass their own to compile every route's schemas. */
+  readonly schemaCompilers?: LazySchemaCompilers;
 }
 
 /**
@@ -115,6 +118,7 @@ export async function buildApp(
         storageError: storage.classify,
       }),
       clientErrorHandler: handleClientError,
+      schemaController: { compilersFactory: options.schemaCompilers ?? createLazySchemaCompilers() },
     });
     await app.register(configPlugin, {
       config,
