@@ -1,4 +1,4 @@
-import { type Dispatcher, EnvHttpProxyAgent, interceptors, request } from "undici";
+import type { Dispatcher } from "undici";
 
 /**
  * Where model requests go through a proxy, as the usual variables say (`HTTP_PROXY`, `HTTPS_PROXY`,
@@ -34,22 +34,21 @@ type FetchInput = Parameters<typeof fetch>[0];
  * platform's own `Request` first, so a form built with the global `FormData` is sent as the form it is.
  */
 export function createModelFetch(proxy: ProxySettings = {}): typeof fetch {
-  const dispatcher = new EnvHttpProxyAgent({
-    // Empty strings, not undefined: undefined makes undici read process.env itself.
-    httpProxy: proxy.httpProxy ?? "",
-    httpsProxy: proxy.httpsProxy ?? "",
-    noProxy: proxy.noProxy ?? "",
-  }).compose(interceptors.redirect({ maxRedirections: MAX_REDIRECTIONS }));
+  // undici is loaded with the first request, not with the server (start-up time and idle memory).
+  let pool: Promise<Pool> | undefined;
   return async (input: FetchInput, init?: RequestInit): Promise<Response> => {
+    pool ??= openPool(proxy);
+    const { dispatcher, request } = await pool;
     const body = init?.body ?? undefined;
     if (
       !(input instanceof Request) &&
       (body === undefined || typeof body === "string" || body instanceof Uint8Array)
     )
-      return send(dispatcher, input, init?.method, init?.headers, body, init?.signal ?? undefined);
+      return send(request, dispatcher, input, init?.method, init?.headers, body, init?.signal ?? undefined);
     const prepared = new Request(input, { ...init, duplex: "half" } as RequestInit);
     const bytes = prepared.body === null ? undefined : new Uint8Array(await prepared.arrayBuffer());
     return send(
+      request,
       dispatcher,
       prepared.url,
       prepared.method,
@@ -60,8 +59,26 @@ export function createModelFetch(proxy: ProxySettings = {}): typeof fetch {
   };
 }
 
+/** undici's `request` and the endpoint's connection pool. */
+interface Pool {
+  readonly request: typeof import("undici").request;
+  readonly dispatcher: Dispatcher;
+}
+
+async function openPool(proxy: ProxySettings): Promise<Pool> {
+  const { EnvHttpProxyAgent, interceptors, request } = await import("undici");
+  const dispatcher = new EnvHttpProxyAgent({
+    // Empty strings, not undefined: undefined makes undici read process.env itself.
+    httpProxy: proxy.httpProxy ?? "",
+    httpsProxy: proxy.httpsProxy ?? "",
+    noProxy: proxy.noProxy ?? "",
+  }).compose(interceptors.redirect({ maxRedirections: MAX_REDIRECTIONS }));
+  return { request, dispatcher };
+}
+
 /** Sends one request and answers with a `Response` over what came back. */
 async function send(
+  request: Pool["request"],
   dispatcher: Dispatcher,
   url: string | URL,
   requestMethod: string | undefined,

@@ -2,7 +2,7 @@ import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { isIP } from "node:net";
 import { defineTool, type Tool } from "@almanac/agent";
 import { describeError } from "@almanac/core";
-import { Agent, type Dispatcher, fetch as undiciFetch } from "undici";
+import type { Agent, Dispatcher } from "undici";
 import { z } from "zod";
 import { type AddressPolicy, createAddressPolicy } from "./address-policy.js";
 
@@ -38,7 +38,7 @@ type LookupCallback = (
  * each address checked before connecting, so a name that resolves to 127.0.0.1 (or is changed to, between a check
  * and the request) is refused at the connection itself.
  */
-function guardedAgent(policy: AddressPolicy, resolve: typeof dnsLookup): Agent {
+function guardedAgent(AgentClass: typeof Agent, policy: AddressPolicy, resolve: typeof dnsLookup): Agent {
   const lookup = (hostname: string, options: { all?: boolean }, callback: LookupCallback) => {
     resolve(hostname, { all: true }, (error, addresses) => {
       if (error) return callback(error, "");
@@ -59,7 +59,7 @@ function guardedAgent(policy: AddressPolicy, resolve: typeof dnsLookup): Agent {
       else callback(null, first.address, first.family);
     });
   };
-  return new Agent({ connect: { lookup: lookup as never } });
+  return new AgentClass({ connect: { lookup: lookup as never } });
 }
 
 async function readLimited(
@@ -110,7 +110,9 @@ export async function fetchReadable(
   options: WebFetchOptions & { readonly signal?: AbortSignal } = {},
 ): Promise<{ readonly url: string; readonly title: string; readonly text: string; readonly cut: boolean }> {
   const policy = createAddressPolicy(options.allow);
-  const dispatcher: Dispatcher = guardedAgent(policy, options.lookup ?? dnsLookup);
+  // Loaded on the first page fetched, not with the server (start-up time and idle memory).
+  const { Agent: AgentClass, fetch: undiciFetch } = await import("undici");
+  const dispatcher: Dispatcher = guardedAgent(AgentClass, policy, options.lookup ?? dnsLookup);
   const signal = AbortSignal.any([
     AbortSignal.timeout(options.timeoutMs ?? 15_000),
     ...(options.signal === undefined ? [] : [options.signal]),
