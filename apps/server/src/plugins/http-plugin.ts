@@ -1,8 +1,8 @@
 import helmet from "@fastify/helmet";
-import swagger from "@fastify/swagger";
 import fp from "fastify-plugin";
 import { installBearerAuth, type RouteEntry } from "../http/auth.js";
 import { errorBody, installErrorHandler, installPathLimit } from "../http/http-errors.js";
+import { installOpenApiDocument } from "../http/openapi-document.js";
 import { PLUGIN } from "./plugin-names.js";
 
 declare module "fastify" {
@@ -71,7 +71,7 @@ export const httpPlugin = fp(
       if (text.trim() === "") return done(null, undefined);
       defaultJsonParser(request, text, done);
     });
-    await app.register(swagger, {
+    installOpenApiDocument(app, {
       openapi: {
         info: {
           title: "Almanac",

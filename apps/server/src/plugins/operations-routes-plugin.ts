@@ -97,7 +97,7 @@ export const operationsRoutesPlugin = fp(
     app.get(
       "/api/openapi.json",
       { schema: { tags: ["operations"], summary: "This OpenAPI document" } },
-      async () => app.swagger(),
+      async () => app.openApiDocument(),
     );
     app.get(
       "/api/channels",
