@@ -95,9 +95,10 @@ describe("the Tasks page in a real browser", () => {
     const form = page.getByRole("form", { name: "New task" });
     const conversation = form.getByLabel("Conversation");
     await expect(conversation.inputValue()).resolves.toBe(CHAT_KEY);
-    await expect(conversation.locator("option:checked").textContent()).resolves.toContain(
-      "This console's chat: Tide tables, please.",
-    );
+    // The conversations' titles come with their own request, which may answer after the tasks list.
+    await conversation
+      .locator("option:checked", { hasText: "This console's chat: Tide tables, please." })
+      .waitFor({ state: "attached" });
     await form.getByLabel("Instruction").fill("Remind me to stretch.");
     await form.getByLabel(/^Title/).fill("Stretch");
     await form.getByRole("radio", { name: "In", exact: true }).check();
