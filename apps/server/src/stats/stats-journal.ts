@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { appendFileSync } from "node:fs";
-import { mkdir, readdir } from "node:fs/promises";
+import { appendFile, mkdir, readdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describeError, type Logger } from "@almanac/core";
 import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE } from "@almanac/durable-write";
@@ -169,12 +169,15 @@ export function createStatsJournal(options: StatsJournalOptions): StatsJournal {
   // One chain of writes for the whole journal: appends land in the order they were made. Lines for a file whose
   // write is already scheduled join it, so a busy server writes each file once per round rather than once per
   // record. Not fsynced: a statistics point needs to survive a crash of the process (the kernel has the write),
-  // not a power cut. Appended blocking, as the logger writes its lines: a line into the page cache costs the
-  // main thread ~5 µs, where node:fs/promises' appendFile (open, write, close, each through the thread pool)
-  // costs it ~40 µs and the process ~80 µs a file, twice a turn (docs/decisions/0008-turn-io-measured.md).
+  // not a power cut. A file this journal has written before is appended blocking, as the logger writes its lines:
+  // a line into the page cache costs the main thread ~5 µs, where node:fs/promises' appendFile (open, write,
+  // close, each through the thread pool) costs it ~40 µs and the process ~80 µs a file, twice a turn
+  // (docs/decisions/0008-turn-io-measured.md). A new file (a new conversation's) is created through the pool:
+  // creating one waits on the file system's journal, which the sessions' fsyncs keep busy.
   let writes: Promise<void> = Promise.resolve();
   const pending = new Map<string, string[]>();
   const madeFolders = new Set<string>();
+  const writtenFiles = new Set<string>();
   // Session keys' file names, so a turn hashes nothing (bounded: cleared when full).
   const sessionFiles = new Map<string, string>();
   const fileOf = (sessionKey: string): string => {
@@ -204,10 +207,17 @@ export function createStatsJournal(options: StatsJournalOptions): StatsJournal {
           await mkdir(folder, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
           madeFolders.add(folder);
         }
-        appendFileSync(file, lines.join(""), { encoding: "utf8", mode: PRIVATE_FILE_MODE });
+        const text = lines.join("");
+        if (writtenFiles.has(file)) appendFileSync(file, text, { encoding: "utf8", mode: PRIVATE_FILE_MODE });
+        else {
+          await appendFile(file, text, { encoding: "utf8", mode: PRIVATE_FILE_MODE });
+          if (writtenFiles.size >= 10_000) writtenFiles.clear();
+          writtenFiles.add(file);
+        }
       } catch (error) {
-        // A folder removed meanwhile is made again next time.
+        // A folder removed meanwhile is made again next time, and the file created off the main thread again.
         madeFolders.clear();
+        writtenFiles.delete(file);
         logger.warn(
           { error: describeError(error), file },
           "could not record a statistics point; the charts miss it",
