@@ -38,24 +38,22 @@ export function createModelFetch(proxy: ProxySettings = {}): typeof fetch {
   let pool: Promise<Pool> | undefined;
   return async (input: FetchInput, init?: RequestInit): Promise<Response> => {
     pool ??= openPool(proxy);
-    const { dispatcher, request } = await pool;
+    const opened = await pool;
     const body = init?.body ?? undefined;
+    const signal = init?.signal ?? undefined;
     if (
       !(input instanceof Request) &&
       (body === undefined || typeof body === "string" || body instanceof Uint8Array)
     )
-      return send(request, dispatcher, input, init?.method, init?.headers, body, init?.signal ?? undefined);
+      return send(opened, { url: input, method: init?.method, headers: init?.headers, body, signal });
     const prepared = new Request(input, { ...init, duplex: "half" } as RequestInit);
-    const bytes = prepared.body === null ? undefined : new Uint8Array(await prepared.arrayBuffer());
-    return send(
-      request,
-      dispatcher,
-      prepared.url,
-      prepared.method,
-      prepared.headers,
-      bytes,
-      init?.signal ?? undefined,
-    );
+    return send(opened, {
+      url: prepared.url,
+      method: prepared.method,
+      headers: prepared.headers,
+      body: prepared.body === null ? undefined : new Uint8Array(await prepared.arrayBuffer()),
+      signal,
+    });
   };
 }
 
@@ -76,21 +74,23 @@ async function openPool(proxy: ProxySettings): Promise<Pool> {
   return { request, dispatcher };
 }
 
+/** One request as {@link send} takes it. */
+interface Outgoing {
+  readonly url: string | URL;
+  readonly method: string | undefined;
+  readonly headers: HeadersInit | undefined;
+  readonly body: string | Uint8Array | undefined;
+  readonly signal: AbortSignal | undefined;
+}
+
 /** Sends one request and answers with a `Response` over what came back. */
-async function send(
-  request: Pool["request"],
-  dispatcher: Dispatcher,
-  url: string | URL,
-  requestMethod: string | undefined,
-  requestHeaders: HeadersInit | undefined,
-  body: string | Uint8Array | undefined,
-  signal: AbortSignal | undefined,
-): Promise<Response> {
-  const method = (requestMethod ?? "GET").toUpperCase() as Dispatcher.HttpMethod;
+async function send({ request, dispatcher }: Pool, outgoing: Outgoing): Promise<Response> {
+  const { url, body, signal } = outgoing;
+  const method = (outgoing.method ?? "GET").toUpperCase() as Dispatcher.HttpMethod;
   const answer = await request(url, {
     dispatcher,
     method,
-    headers: headerRecord(requestHeaders),
+    headers: headerRecord(outgoing.headers),
     ...(body === undefined ? {} : { body }),
     ...(signal === undefined ? {} : { signal }),
   });
