@@ -5,7 +5,7 @@ import { type FakeDingTalk, startFakeDingTalk, waitUntil } from "@almanac/testki
 import sharp from "sharp";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { imageParts, inboxFiles } from "./attachment-helpers.js";
-import { startTestServer, type TestServer } from "./test-server.js";
+import { dingTalkEnv, startTestServer, type TestServer } from "./test-server.js";
 
 let dingtalk: FakeDingTalk;
 let running: TestServer | undefined;
@@ -26,13 +26,8 @@ afterEach(async () => {
 async function boot(env: Record<string, string> = {}): Promise<TestServer> {
   running = await startTestServer({
     env: {
-      ALMANAC_DINGTALK_CLIENT_ID: dingtalk.clientId,
-      ALMANAC_DINGTALK_CLIENT_SECRET: dingtalk.clientSecret,
-      ALMANAC_DINGTALK_ROBOT_CODE: dingtalk.robotCode,
-      ALMANAC_DINGTALK_GATEWAY_URL: dingtalk.url,
-      ALMANAC_DINGTALK_API_BASE_URL: dingtalk.url,
+      ...dingTalkEnv(dingtalk),
       ALMANAC_DINGTALK_OAPI_BASE_URL: dingtalk.url,
-      ALMANAC_DINGTALK_ALLOW_FROM: "staff-001",
       ...env,
     },
   });

@@ -1,7 +1,7 @@
 import { lastUserText, script } from "@almanac/testkit";
 import { type FakeDingTalk, startFakeDingTalk, waitUntil } from "@almanac/testkit/dingtalk";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { startTestServer, type TestServer } from "./test-server.js";
+import { dingTalkEnv, startTestServer, type TestServer } from "./test-server.js";
 
 let dingtalk: FakeDingTalk;
 let running: TestServer | undefined;
@@ -12,12 +12,7 @@ beforeEach(async () => {
   dingtalk = await startFakeDingTalk();
   running = await startTestServer({
     env: {
-      ALMANAC_DINGTALK_CLIENT_ID: dingtalk.clientId,
-      ALMANAC_DINGTALK_CLIENT_SECRET: dingtalk.clientSecret,
-      ALMANAC_DINGTALK_ROBOT_CODE: dingtalk.robotCode,
-      ALMANAC_DINGTALK_GATEWAY_URL: dingtalk.url,
-      ALMANAC_DINGTALK_API_BASE_URL: dingtalk.url,
-      ALMANAC_DINGTALK_ALLOW_FROM: "staff-001",
+      ...dingTalkEnv(dingtalk),
       ALMANAC_DINGTALK_GROUP_POLICY: "open",
     },
   });

@@ -4,7 +4,7 @@ import { lastUserText, script } from "@almanac/testkit";
 import { startFakeDingTalk } from "@almanac/testkit/dingtalk";
 import { type FakeDiscord, startFakeDiscord, waitUntil } from "@almanac/testkit/discord";
 import { afterEach, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "./test-server.js";
+import { dingTalkEnv, startTestServer, type TestServer } from "./test-server.js";
 
 const running: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
@@ -79,14 +79,7 @@ describe("reminders through the real server", () => {
     const dingtalk = await startFakeDingTalk();
     running.push(dingtalk);
     const server = await startTestServer({
-      env: {
-        ALMANAC_DINGTALK_CLIENT_ID: dingtalk.clientId,
-        ALMANAC_DINGTALK_CLIENT_SECRET: dingtalk.clientSecret,
-        ALMANAC_DINGTALK_ROBOT_CODE: dingtalk.robotCode,
-        ALMANAC_DINGTALK_GATEWAY_URL: dingtalk.url,
-        ALMANAC_DINGTALK_API_BASE_URL: dingtalk.url,
-        ALMANAC_DINGTALK_ALLOW_FROM: "staff-001",
-      },
+      env: dingTalkEnv(dingtalk),
     });
     running.push(server);
     await waitUntil(() => dingtalk.isConnected(), { timeoutMs: 10_000 });

@@ -114,3 +114,26 @@ export function isSummarizerRequest(request: RecordedChatRequest): boolean {
     tools.some((tool: unknown) => JSON.stringify(tool).includes('"name":"append_day_log"'))
   );
 }
+
+/** What a fake DingTalk needs of its connection: `startFakeDingTalk`'s answer, in part. */
+interface DingTalkFakeConnection {
+  readonly clientId: string;
+  readonly clientSecret: string;
+  readonly robotCode: string;
+  readonly url: string;
+}
+
+/**
+ * The variables that point the server's DingTalk channel at a fake DingTalk (stream gateway and OpenAPI on it),
+ * with the fake's default sender allowed.
+ */
+export function dingTalkEnv(fake: DingTalkFakeConnection): Record<string, string> {
+  return {
+    ALMANAC_DINGTALK_CLIENT_ID: fake.clientId,
+    ALMANAC_DINGTALK_CLIENT_SECRET: fake.clientSecret,
+    ALMANAC_DINGTALK_ROBOT_CODE: fake.robotCode,
+    ALMANAC_DINGTALK_GATEWAY_URL: fake.url,
+    ALMANAC_DINGTALK_API_BASE_URL: fake.url,
+    ALMANAC_DINGTALK_ALLOW_FROM: "staff-001",
+  };
+}
