@@ -56,4 +56,4 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
 # SIGTERM lets running turns finish (ALMANAC_SHUTDOWN_DEADLINE_MS) and flushes state before exit.
 STOPSIGNAL SIGTERM
 # The build directly: source maps turn stack traces back into the TypeScript files' lines.
-CMD ["node", "--expose-gc", "--enable-source-maps", "apps/server/dist/main.js", "start"]
+CMD ["node", "--enable-source-maps", "apps/server/dist/main.js", "start"]

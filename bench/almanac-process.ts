@@ -21,11 +21,9 @@ export interface RunningServer {
 }
 
 /**
- * Spawns `node --expose-gc <nodeArgs> start` (e.g. `["--enable-source-maps", "apps/server/dist/main.js"]`) with
- * `env` and waits for its health endpoint (the port is random: read from its log line). `--expose-gc` as
- * `pnpm start` and the Docker image give it: without it the server's idle collection does not run
- * (docs/decisions/0005-idle-collection.md). BENCH_KEEP_LOG=1 keeps the server's log after `stop()` (with
- * `--trace-gc`, its collections) and prints its path.
+ * Spawns `node <nodeArgs> start` (e.g. `["--enable-source-maps", "apps/server/dist/main.js"]`) with `env` and
+ * waits for its health endpoint (the port is random: read from its log line). BENCH_KEEP_LOG=1 keeps the
+ * server's log after `stop()` (with `--trace-gc`, its collections) and prints its path.
  */
 export async function startAlmanac(
   nodeArgs: readonly string[],
@@ -36,7 +34,7 @@ export async function startAlmanac(
   // only when its own event loop gets to it, and the server's logger blocks while the pipe is full.
   const logFile = join(await mkdtemp(join(tmpdir(), "almanac-bench-log-")), "server.log");
   const logFd = openSync(logFile, "a");
-  const server = spawn(process.execPath, ["--expose-gc", ...nodeArgs, "start"], {
+  const server = spawn(process.execPath, [...nodeArgs, "start"], {
     env,
     stdio: ["ignore", logFd, logFd],
   });

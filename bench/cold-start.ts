@@ -78,12 +78,12 @@ function cpuMs(pid: number | undefined): number {
 }
 
 /**
- * Spawns the server as `pnpm start` does (with `--expose-gc`, for its idle collection; docs/decisions/0005), polls
- * /healthz every 5 ms; resolves with the time to the first 200 and a stop function.
+ * Spawns the server as `pnpm start` does, polls /healthz every 5 ms; resolves with the time to the first 200 and
+ * a stop function.
  */
 async function coldServer(): Promise<{ ms: number; cpu: number; url: string; stop: () => Promise<void> }> {
   const started = performance.now();
-  const child = spawn(process.execPath, ["--expose-gc", ...runnerArgs, "start"], {
+  const child = spawn(process.execPath, [...runnerArgs, "start"], {
     env,
     stdio: ["ignore", "pipe", "pipe"],
   });

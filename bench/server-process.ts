@@ -371,7 +371,7 @@ async function main(): Promise<void> {
     );
     figures.add("loaded-sessions-rss", rssAfter / 1024, "MB");
     // V8 shrinks an idle heap on its own after a while (its memory reducer): what a quiet server holds. The
-    // CPU it spends meanwhile is what an idle server costs (timers, sweeps, the idle collection).
+    // CPU it spends meanwhile is what an idle server costs (timers, sweeps, V8's collections).
     const idleCpuBefore = cpuMs(serverPid);
     await new Promise((resolve) => setTimeout(resolve, idleSeconds * 1000));
     note(

@@ -21,9 +21,8 @@
  *
  * `--idle-seconds S` idles S seconds between the warm-up and the timed turns, as bench/server-process.ts idles
  * before its 100 × 10: the scripted model closes its idle connections after Node's default 5 s, and V8's memory
- * reducer may collect meanwhile. `--idle-gc` also runs one full collection in this process 10 s into the idle
- * (halfway into a shorter one), as the server's idle collector does (apps/server/src/idle-gc.ts; it needs
- * `node --expose-gc`, as the server is started with, docs/decisions/0005-idle-collection.md). `--warm-up N`
+ * reducer may collect meanwhile. `--idle-gc` makes sure one full collection happens in this process, 10 s into
+ * the idle (halfway into a shorter one), as the memory reducer's would (it needs `node --expose-gc`). `--warm-up N`
  * sets the sequential warm-up turns (default 50). `--json <file>` writes the figures (bench/figures.ts).
  *
  * Run: node [--expose-gc] --import tsx bench/turn-floor.ts [--http fastify|node] [--llm openai|http] [--turns 300]
@@ -38,7 +37,6 @@ import { parseArgs } from "node:util";
 import { createModelFetch } from "@almanac/llm";
 import Fastify from "fastify";
 import OpenAI from "openai";
-import { fullGarbageCollection } from "../apps/server/src/idle-gc.js";
 import { killOnExit } from "./child-cleanup.js";
 import { Figures, jsonOption } from "./figures.js";
 import { httpCall } from "./http-call.js";
@@ -135,7 +133,7 @@ async function bareCall(url: string, json: string): Promise<unknown> {
 }
 
 async function main(): Promise<void> {
-  const idleGc = values["idle-gc"] ? fullGarbageCollection() : undefined;
+  const idleGc = values["idle-gc"] ? (globalThis as { gc?: () => void }).gc : undefined;
   if (values["idle-gc"] && idleGc === undefined)
     throw new Error("--idle-gc needs V8's gc(): run node --expose-gc --import tsx bench/turn-floor.ts …");
   const model = await startModelProcess();

@@ -1,5 +1,4 @@
 import { isAlmanacError } from "@almanac/core";
-import { startIdleCollector } from "../idle-gc.js";
 import { defaultLogDestination } from "../logger.js";
 import { type ServerHandle, startServer } from "../server.js";
 import { type CliContext, EXIT, writeLine } from "./cli-context.js";
@@ -28,8 +27,6 @@ export async function startCommand(context: CliContext): Promise<number> {
     }
     throw error;
   }
-  // The process is ours alone here (not in tests that start a server in-process): give memory back when idle.
-  const stopCollector = startIdleCollector({ logger: server.app.log });
   return new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: string) => {
@@ -39,7 +36,6 @@ export async function startCommand(context: CliContext): Promise<number> {
         return;
       }
       stopping = true;
-      stopCollector();
       server.close().then(
         () => resolve(EXIT.ok),
         (error: unknown) => {
