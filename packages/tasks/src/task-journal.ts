@@ -100,7 +100,7 @@ export class TaskJournal {
     this.#logger = logger;
   }
 
-  /** Reads the journal and rewrites it compacted. */
+  /** Reads the journal, and rewrites it compacted when that drops anything. */
   async open(): Promise<JournalState> {
     await mkdir(dirname(this.#file), { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
     let text = "";
@@ -135,9 +135,9 @@ export class TaskJournal {
       ...[...state.tasks.values()].map((task) => JSON.stringify({ type: "task", task })),
       ...[...state.firings.values()].map((firing) => JSON.stringify({ type: "firing", firing })),
     ];
-    await writeFileDurably(this.#file, lines.length === 0 ? "" : `${lines.join("\n")}\n`, {
-      mode: PRIVATE_FILE_MODE,
-    });
+    const compacted = lines.length === 0 ? "" : `${lines.join("\n")}\n`;
+    // Rewritten only when it changes (lines replaced, dropped or torn): a plain start costs no disk wait.
+    if (compacted !== text) await writeFileDurably(this.#file, compacted, { mode: PRIVATE_FILE_MODE });
     return state;
   }
 

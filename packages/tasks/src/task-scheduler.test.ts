@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { appendFile, mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -281,7 +281,6 @@ describe("the task scheduler across restarts", () => {
       attempts: 0,
       ...(state === "claimed" ? {} : { reply: "Time to stretch!" }),
     };
-    const { appendFile } = await import("node:fs/promises");
     await appendFile(
       file,
       `${JSON.stringify({ type: "task", task: { ...task, state: "done", nextFireAt: undefined, lastFiredAt: START + 1_000 } })}\n${JSON.stringify({ type: "firing", firing })}\n{"type":"firing","firing":{"id":"torn`,
@@ -322,6 +321,68 @@ describe("the task scheduler across restarts", () => {
     expect(once.runner.sent).toEqual([]);
     expect(once.firing).toMatchObject({ state: "uncertain" });
     expect(once.firing?.lastError).toContain("could not tell a repeated message apart");
+  });
+
+  it("rewrites the journal at start only when there is something to drop: no file for an empty schedule, the same file when nothing changed", async () => {
+    const clock = new FakeClock(START);
+    const file = join(dir, "journal.jsonl");
+    const empty = open(clock, new RecordingRunner());
+    await empty.start();
+    await empty.stop();
+    await expect(stat(file)).rejects.toMatchObject({ code: "ENOENT" });
+
+    const first = open(clock, new RecordingRunner());
+    await first.start();
+    await first.create({
+      sessionKey: SESSION,
+      instruction: "Water the plants.",
+      schedule: { kind: "once", at: START + 60_000 },
+      timeZone: "UTC",
+      createdBy: "api",
+    });
+    await first.stop();
+    const written = await stat(file);
+    const again = open(clock, new RecordingRunner());
+    await again.start();
+    await again.stop();
+    expect((await stat(file)).ino).toBe(written.ino);
+    expect(again.tasks().map((task) => task.instruction)).toEqual(["Water the plants."]);
+
+    // A torn last line (a crash mid-append) is dropped by rewriting the journal whole.
+    await appendFile(file, '{"type":"task","task":{"id":"torn');
+    const afterCrash = open(clock, new RecordingRunner());
+    await afterCrash.start();
+    await afterCrash.stop();
+    expect((await stat(file)).ino).not.toBe(written.ino);
+    expect(await readFile(file, "utf8")).not.toContain("torn");
+    expect(afterCrash.tasks()).toHaveLength(1);
+  });
+
+  it("reads the journal ahead of the start when asked; a journal it cannot read fails the start, not the process", async () => {
+    const clock = new FakeClock(START);
+    const first = open(clock, new RecordingRunner());
+    await first.start();
+    await first.create({
+      sessionKey: SESSION,
+      instruction: "Water the plants.",
+      schedule: { kind: "once", at: START + 60_000 },
+      timeZone: "UTC",
+      createdBy: "api",
+    });
+    await first.stop();
+    const ahead = open(clock, new RecordingRunner());
+    ahead.load();
+    await ahead.start();
+    expect(ahead.tasks()).toHaveLength(1);
+    await ahead.stop();
+
+    // The journal's directory is a file: the read fails, and only `start` says so.
+    const blocked = join(dir, "blocked");
+    await appendFile(blocked, "");
+    scheduler = new TaskScheduler({ file: join(blocked, "journal.jsonl"), runner: new RecordingRunner(), clock });
+    scheduler.load();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await expect(scheduler.start()).rejects.toMatchObject({ code: expect.stringMatching(/^(ENOTDIR|EEXIST)$/) });
   });
 
   it("after downtime: a one-shot missed within the grace runs once, late; one past it is reported, not run", async () => {

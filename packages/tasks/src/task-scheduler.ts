@@ -95,6 +95,8 @@ export class TaskScheduler {
   readonly #maxAttempts: number;
   readonly #retryBaseMs: number;
   #state: JournalState = { tasks: new Map(), firings: new Map() };
+  /** The journal being read ahead of `start` (see `load`). */
+  #loading: Promise<JournalState> | undefined;
   #timer: unknown;
   #running = 0;
   /** Firings waiting for a free slot, in order. */
@@ -116,9 +118,21 @@ export class TaskScheduler {
     this.#retryBaseMs = options.retryBaseMs ?? 10_000;
   }
 
+  /**
+   * Begins reading the journal, so that `start` finds it read: the server calls this while its other parts start,
+   * before the disk gets busy with the memory index. An error reading it is thrown by `start`.
+   */
+  load(): void {
+    this.#loading ??= this.#journal.open();
+    // Not lost: `start` awaits the same promise.
+    this.#loading.catch(() => {});
+  }
+
   /** Reads the journal, resumes what a previous run left unfinished, catches up on what it missed, starts ticking. */
   async start(): Promise<void> {
-    this.#state = await this.#journal.open();
+    const loading = this.#loading ?? this.#journal.open();
+    this.#loading = undefined;
+    this.#state = await loading;
     this.#stopped = false;
     const unfinished = [...this.#state.firings.values()].filter((firing) => !isFinished(firing));
     if (unfinished.length > 0)

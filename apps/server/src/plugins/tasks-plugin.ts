@@ -82,6 +82,8 @@ export const tasksPlugin = fp(
         canRepeatSend: (sessionKey, since) => app.channels.canRepeatSend(sessionKey, since),
       },
     });
+    // Read now, while the disk is quiet: once the server listens, the memory index's first walk queues ahead of it.
+    scheduler.load();
     app.decorate("tasks", scheduler);
     app.decorate("taskTools", {
       name: "tasks",
