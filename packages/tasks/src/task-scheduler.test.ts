@@ -379,10 +379,16 @@ describe("the task scheduler across restarts", () => {
     // The journal's directory is a file: the read fails, and only `start` says so.
     const blocked = join(dir, "blocked");
     await appendFile(blocked, "");
-    scheduler = new TaskScheduler({ file: join(blocked, "journal.jsonl"), runner: new RecordingRunner(), clock });
+    scheduler = new TaskScheduler({
+      file: join(blocked, "journal.jsonl"),
+      runner: new RecordingRunner(),
+      clock,
+    });
     scheduler.load();
     await new Promise((resolve) => setTimeout(resolve, 20));
-    await expect(scheduler.start()).rejects.toMatchObject({ code: expect.stringMatching(/^(ENOTDIR|EEXIST)$/) });
+    await expect(scheduler.start()).rejects.toMatchObject({
+      code: expect.stringMatching(/^(ENOTDIR|EEXIST)$/),
+    });
   });
 
   it("after downtime: a one-shot missed within the grace runs once, late; one past it is reported, not run", async () => {

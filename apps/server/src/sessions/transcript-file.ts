@@ -1,4 +1,4 @@
-import { statSync } from "node:fs";
+import { fstatSync, statSync, writeSync } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { dirname } from "node:path";
 import { isErrnoCode, type Logger, type Message } from "@almanac/core";
@@ -116,7 +116,7 @@ class CachedTranscriptFiles implements TranscriptFiles {
       }
       const bytes = Buffer.from(`${prefix}${lines.join("\n")}\n`, "utf8");
       if (deferSync && alongside === undefined) {
-        await handle.writeFile(bytes);
+        appendBlocking(handle, bytes);
         this.#keep(path, {
           handle,
           ino,
@@ -129,7 +129,7 @@ class CachedTranscriptFiles implements TranscriptFiles {
       }
       const staging = alongside?.(size + bytes.byteLength);
       const appending = (async () => {
-        await handle.writeFile(bytes);
+        appendBlocking(handle, bytes);
         // The new file's directory entry beside its data: neither needs the other first.
         await Promise.all([handle.sync(), newFile ? fsyncDirectory(dirname(path)) : undefined]);
       })();
@@ -291,7 +291,8 @@ class CachedTranscriptFiles implements TranscriptFiles {
     }
     const handle = await open(path, "a+", PRIVATE_FILE_MODE);
     try {
-      const { ino, dev, size } = await handle.stat();
+      // Blocking, as the stat above: a trip through the pool would queue behind every other session's fsync.
+      const { ino, dev, size } = fstatSync(handle.fd);
       return { handle, ino, dev, size, end: undefined, unsynced: false };
     } catch (error) {
       await handle.close().catch(() => {});
@@ -372,4 +373,14 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Writes `bytes` at the end of the transcript (opened for appending), blocking: the lines go into the page cache
+ * in microseconds, where a write through the thread pool costs the main thread more than the write itself; the
+ * fsync stays in the pool (docs/decisions/0008-turn-io-measured.md).
+ */
+function appendBlocking(handle: FileHandle, bytes: Buffer): void {
+  for (let written = 0; written < bytes.byteLength; )
+    written += writeSync(handle.fd, bytes, written, bytes.byteLength - written);
 }
