@@ -149,6 +149,8 @@ export class TurnRunner {
   readonly #noticeCollectors = new Map<string, (event: CompactionEvent) => void>();
   readonly #fixedBudget: number;
   readonly #basePromptTokens: number;
+  /** Tokens of a scope's tool specs (one array per scope): counted once, not for every conversation loaded. */
+  readonly #toolTokens = new WeakMap<readonly ToolSpec[], number>();
 
   constructor(deps: TurnDependencies) {
     this.#deps = deps;
@@ -190,7 +192,12 @@ export class TurnRunner {
    * the compaction threshold (`fixedPromptBudget`), less the base prompt and the scope's tool specs.
    */
   memoryRoom(sessionKey: string): number {
-    const tools = countToolTokens(this.#deps.tokenCounter, this.toolSpecs(sessionKey));
+    const specs = this.toolSpecs(sessionKey);
+    let tools = this.#toolTokens.get(specs);
+    if (tools === undefined) {
+      tools = countToolTokens(this.#deps.tokenCounter, specs);
+      this.#toolTokens.set(specs, tools);
+    }
     return Math.max(0, this.#fixedBudget - this.#basePromptTokens - tools);
   }
 
