@@ -251,6 +251,21 @@ describe("the task scheduler", () => {
   });
 });
 
+/** A run that schedules one reminder and stops: its journal holds the one task. */
+async function scheduleOneReminder(clock: FakeClock, instruction: string, at: number): Promise<TaskRecord> {
+  const first = open(clock, new RecordingRunner());
+  await first.start();
+  const task = await first.create({
+    sessionKey: SESSION,
+    instruction,
+    schedule: { kind: "once", at },
+    timeZone: "UTC",
+    createdBy: "api",
+  });
+  await first.stop();
+  return task;
+}
+
 describe("the task scheduler across restarts", () => {
   async function crashAt(
     state: "claimed" | "answered" | "delivering",
@@ -258,17 +273,7 @@ describe("the task scheduler across restarts", () => {
   ): Promise<{ runner: RecordingRunner; tasks: TaskScheduler; firing: FiringRecord | undefined }> {
     const clock = new FakeClock(START);
     // A first run that dies: its journal ends with the firing in `state` (the writes after it never happened).
-    const first = new RecordingRunner();
-    const before = open(clock, first);
-    await before.start();
-    const task = await before.create({
-      sessionKey: SESSION,
-      instruction: "Remind them to stretch.",
-      schedule: { kind: "once", at: START + 1_000 },
-      timeZone: "UTC",
-      createdBy: "api",
-    });
-    await before.stop();
+    const task = await scheduleOneReminder(clock, "Remind them to stretch.", START + 1_000);
     const file = join(dir, "journal.jsonl");
     const firing: FiringRecord = {
       id: `${task.id}-${START + 1_000}`,
@@ -331,16 +336,7 @@ describe("the task scheduler across restarts", () => {
     await empty.stop();
     await expect(stat(file)).rejects.toMatchObject({ code: "ENOENT" });
 
-    const first = open(clock, new RecordingRunner());
-    await first.start();
-    await first.create({
-      sessionKey: SESSION,
-      instruction: "Water the plants.",
-      schedule: { kind: "once", at: START + 60_000 },
-      timeZone: "UTC",
-      createdBy: "api",
-    });
-    await first.stop();
+    await scheduleOneReminder(clock, "Water the plants.", START + 60_000);
     const written = await stat(file);
     const again = open(clock, new RecordingRunner());
     await again.start();
@@ -360,16 +356,7 @@ describe("the task scheduler across restarts", () => {
 
   it("reads the journal ahead of the start when asked; a journal it cannot read fails the start, not the process", async () => {
     const clock = new FakeClock(START);
-    const first = open(clock, new RecordingRunner());
-    await first.start();
-    await first.create({
-      sessionKey: SESSION,
-      instruction: "Water the plants.",
-      schedule: { kind: "once", at: START + 60_000 },
-      timeZone: "UTC",
-      createdBy: "api",
-    });
-    await first.stop();
+    await scheduleOneReminder(clock, "Water the plants.", START + 60_000);
     const ahead = open(clock, new RecordingRunner());
     ahead.load();
     await ahead.start();
