@@ -22,6 +22,9 @@ describe("the data directory disappears while the server runs", () => {
       user: "gone",
       messages: [{ role: "user", content: "hi" }],
     });
+    // The directory goes while the server runs, not while it still starts: the consolidation's start (a turn after
+    // ready) creates its journal's directory, which would make the data directory again.
+    await server.server.app.consolidation?.start();
     const moved = `${server.home}.moved`;
     await rename(server.home, moved);
     restore = () => rename(moved, server.home);

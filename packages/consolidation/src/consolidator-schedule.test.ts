@@ -1,3 +1,5 @@
+import { stat } from "node:fs/promises";
+import path from "node:path";
 import { script } from "@almanac/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createFixture, type Fixture, ManualClock, until } from "../test/fixture.js";
@@ -48,6 +50,17 @@ describe("Consolidator schedule", () => {
     expect(status.nextRunAt).toBe(NEXT_NIGHT + DAY);
     expect(await fixture.read("MEMORY.md")).toBe("# Memory\n\n## About me\n- Has a dog called Rex\n");
     expect(await fixture.read("memory/2026-12-02.md")).toContain("- 03:30 Consolidated memory: 1 change");
+  });
+
+  it("a stop right after the start waits for the start's journal writes: nothing is written after it", async () => {
+    const consolidator = fixture.consolidator({ clock: new ManualClock(NOON), at: "03:30" });
+    const starting = consolidator.start();
+    await consolidator.stop();
+    const journal = path.join(fixture.stateDir, "consolidation", "state.json");
+    const written = await stat(journal);
+    await starting;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect((await stat(journal)).mtimeMs).toBe(written.mtimeMs);
   });
 
   it("catches up once on a night missed while the server was down", async () => {

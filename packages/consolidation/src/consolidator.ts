@@ -107,6 +107,8 @@ export class Consolidator {
   readonly #at: string | undefined;
   readonly #nightly: NightlyTrigger | undefined;
   #phase: "new" | "started" | "stopped" = "new";
+  /** The start in progress or done (see `start`). */
+  #starting: Promise<void> | undefined;
   #worker: Promise<void> | undefined;
   #again = false;
   #current: { readonly id: string; readonly controller: AbortController } | undefined;
@@ -181,9 +183,14 @@ export class Consolidator {
    * Loads the journal, finishes or requeues what a crash interrupted, catches up on a nightly slot missed while
    * the server was down (one run, not one per night), and starts the schedule. Idempotent.
    */
-  async start(): Promise<void> {
-    if (this.#phase !== "new") return;
+  start(): Promise<void> {
+    if (this.#phase !== "new") return this.#starting ?? Promise.resolve();
     this.#phase = "started";
+    this.#starting = this.#begin();
+    return this.#starting;
+  }
+
+  async #begin(): Promise<void> {
     await this.#book.load();
     await this.#book.recoverInterrupted(this.#execution.maxAttempts);
     // A fresh workspace has nothing to catch up on: its first run is the next slot.
@@ -201,6 +208,8 @@ export class Consolidator {
   async stop(options: { readonly deadlineMs?: number } = {}): Promise<void> {
     if (this.#phase === "stopped") return;
     this.#phase = "stopped";
+    // A start still reading or writing the journal finishes first (its failure was reported to its caller).
+    await this.#starting?.catch(() => {});
     this.#nightly?.stop();
     if (this.#retryTimer !== undefined) this.#clock.clearTimeout(this.#retryTimer);
     this.#retryTimer = undefined;
