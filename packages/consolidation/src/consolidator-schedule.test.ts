@@ -1,5 +1,5 @@
 import { stat } from "node:fs/promises";
-import path from "node:path";
+import { join } from "node:path";
 import { script } from "@almanac/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createFixture, type Fixture, ManualClock, until } from "../test/fixture.js";
@@ -56,7 +56,7 @@ describe("Consolidator schedule", () => {
     const consolidator = fixture.consolidator({ clock: new ManualClock(NOON), at: "03:30" });
     const starting = consolidator.start();
     await consolidator.stop();
-    const journal = path.join(fixture.stateDir, "consolidation", "state.json");
+    const journal = join(fixture.stateDir, "consolidation", "state.json");
     const written = await stat(journal);
     await starting;
     await new Promise((resolve) => setTimeout(resolve, 50));
