@@ -181,7 +181,8 @@ export class Consolidator {
 
   /**
    * Loads the journal, finishes or requeues what a crash interrupted, catches up on a nightly slot missed while
-   * the server was down (one run, not one per night), and starts the schedule. Idempotent.
+   * the server was down (one run, not one per night), and starts the schedule. Idempotent: a later call
+   * returns the first call's promise, so a caller can wait for the start another began.
    */
   start(): Promise<void> {
     if (this.#phase !== "new") return this.#starting ?? Promise.resolve();
