@@ -22,9 +22,10 @@ describe("the data directory disappears while the server runs", () => {
       user: "gone",
       messages: [{ role: "user", content: "hi" }],
     });
-    // The directory goes while the server runs, not while it still starts: the consolidation's start (a turn after
-    // ready) creates its journal's directory, which would make the data directory again.
+    // The directory goes while the server runs, not while it still starts or records the turn: the consolidation's
+    // start (a turn after ready) and the turn's statistics are written once this resolves.
     await server.server.app.consolidation?.start();
+    await server.server.app.stats.journal.flush();
     const moved = `${server.home}.moved`;
     await rename(server.home, moved);
     restore = () => rename(moved, server.home);

@@ -112,8 +112,13 @@ export class ConsolidationJournal {
   }
 
   async load(): Promise<ConsolidationState> {
-    await mkdir(this.#directory, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
-    await fsyncDirectory(path.dirname(this.#directory));
+    // Not recursive: a data directory that vanished while the server runs is reported, never made again here.
+    try {
+      await mkdir(this.#directory, { mode: PRIVATE_DIRECTORY_MODE });
+      await fsyncDirectory(path.dirname(this.#directory));
+    } catch (error) {
+      if (!isErrnoCode(error, "EEXIST")) throw error;
+    }
     let text: string;
     try {
       text = await readFile(this.#file, "utf8");

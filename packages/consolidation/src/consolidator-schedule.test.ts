@@ -1,4 +1,4 @@
-import { stat } from "node:fs/promises";
+import { rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { script } from "@almanac/testkit";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -61,6 +61,13 @@ describe("Consolidator schedule", () => {
     await starting;
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect((await stat(journal)).mtimeMs).toBe(written.mtimeMs);
+  });
+
+  it("does not make a vanished state directory again at start: the start fails and says so", async () => {
+    const consolidator = fixture.consolidator({ clock: new ManualClock(NOON), at: "03:30" });
+    await rm(fixture.stateDir, { recursive: true });
+    await expect(consolidator.start()).rejects.toMatchObject({ code: "ENOENT" });
+    await expect(stat(fixture.stateDir)).rejects.toMatchObject({ code: "ENOENT" });
   });
 
   it("catches up once on a night missed while the server was down", async () => {

@@ -86,6 +86,8 @@ export async function createFixture(): Promise<Fixture> {
   const workspace = path.join(base, "workspace");
   const stateDir = path.join(base, "state");
   await mkdir(path.join(workspace, "memory"), { recursive: true });
+  // The server makes its state directory at start; the consolidation journal makes only its own below it.
+  await mkdir(stateDir);
   const store = createMemoryFileStore({ workspace, stateDir });
   const model = createOpenAIChatModel({
     baseURL: llm.baseURL,

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rename, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { silentLogger } from "@almanac/core";
@@ -60,6 +60,22 @@ describe("stats journal", () => {
     expect(await journal.usageByDay(1)).toEqual([
       { date: "2026-01-10", models: { big: { promptTokens: 8, completionTokens: 1, calls: 1 } } },
     ]);
+  });
+
+  it("never makes a vanished data directory again: the points are lost, the directory stays gone", async () => {
+    dir = await mkdtemp(join(tmpdir(), "almanac-stats-home-"));
+    const home = join(dir, "home");
+    const statsDir = join(home, "state", "stats");
+    const journal = createStatsJournal({ dir: statsDir, timeZone: "UTC", logger: silentLogger });
+    await mkdir(join(home, "state"), { recursive: true });
+    journal.recordUsage("big", { promptTokens: 1, completionTokens: 1 });
+    await journal.flush();
+    await rename(home, `${home}.moved`);
+    for (let call = 0; call < 2; call += 1) {
+      journal.recordUsage("big", { promptTokens: 2, completionTokens: 1 });
+      await journal.flush();
+    }
+    await expect(stat(home)).rejects.toMatchObject({ code: "ENOENT" });
   });
 
   it("keeps a session's turns in order across rounds of writes, in a file only its owner can read", async () => {

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { appendFileSync } from "node:fs";
 import { appendFile, mkdir, readdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { describeError, type Logger } from "@almanac/core";
+import { describeError, isErrnoCode, type Logger } from "@almanac/core";
 import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE } from "@almanac/durable-write";
 import { localDateOf } from "@almanac/memory-files";
 import { z } from "zod";
@@ -204,6 +204,11 @@ export function createStatsJournal(options: StatsJournalOptions): StatsJournal {
       try {
         const folder = dirname(file);
         if (!madeFolders.has(folder)) {
+          // The journal's own directory first, not recursively: a data directory that vanished while the server
+          // runs is reported (the point is lost), never made again here as an empty shell.
+          await mkdir(dir, { mode: PRIVATE_DIRECTORY_MODE }).catch((error: unknown) => {
+            if (!isErrnoCode(error, "EEXIST")) throw error;
+          });
           await mkdir(folder, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
           madeFolders.add(folder);
         }
