@@ -1,7 +1,12 @@
 import { mkdir, readFile, rename } from "node:fs/promises";
 import * as path from "node:path";
 import { describeError, isErrnoCode, type Logger } from "@almanac/core";
-import { fsyncDirectory, PRIVATE_DIRECTORY_MODE, writeFileDurably } from "@almanac/durable-write";
+import {
+  fsyncDirectory,
+  makeDirectoryIn,
+  PRIVATE_DIRECTORY_MODE,
+  writeFileDurably,
+} from "@almanac/durable-write";
 import { z } from "zod";
 import { EMPTY_WATERMARK, watermarkSchema } from "./pending-logs.js";
 
@@ -112,13 +117,7 @@ export class ConsolidationJournal {
   }
 
   async load(): Promise<ConsolidationState> {
-    // Not recursive: a data directory that vanished while the server runs is reported, never made again here.
-    try {
-      await mkdir(this.#directory, { mode: PRIVATE_DIRECTORY_MODE });
-      await fsyncDirectory(path.dirname(this.#directory));
-    } catch (error) {
-      if (!isErrnoCode(error, "EEXIST")) throw error;
-    }
+    if (await makeDirectoryIn(this.#directory)) await fsyncDirectory(path.dirname(this.#directory));
     let text: string;
     try {
       text = await readFile(this.#file, "utf8");

@@ -20,6 +20,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
   fsyncDirectory,
   isDurableWriteTempFile,
+  makeDirectoryIn,
+  PRIVATE_DIRECTORY_MODE,
   removeStaleTempFiles,
   stageFileDurably,
   writeFileDurably,
@@ -184,6 +186,17 @@ describe("fsyncDirectory", () => {
     // And the next call starts over.
     await mkdir(missing);
     await expect(fsyncDirectory(missing)).resolves.toBeUndefined();
+  });
+});
+
+describe("makeDirectoryIn", () => {
+  it("makes one private directory inside an existing one, says whether it made it, and never makes its parent", async () => {
+    const made = join(dir, "made");
+    expect(await makeDirectoryIn(made)).toBe(true);
+    expect((await stat(made)).mode & 0o777).toBe(PRIVATE_DIRECTORY_MODE);
+    expect(await makeDirectoryIn(made)).toBe(false);
+    await expect(makeDirectoryIn(join(dir, "gone", "inner"))).rejects.toMatchObject({ code: "ENOENT" });
+    await expect(stat(join(dir, "gone"))).rejects.toMatchObject({ code: "ENOENT" });
   });
 });
 

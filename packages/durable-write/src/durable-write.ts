@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { type FileHandle, open, readdir, rename, stat, unlink } from "node:fs/promises";
+import { type FileHandle, mkdir, open, readdir, rename, stat, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { groupCalls, isErrnoCode } from "@almanac/core";
 
@@ -137,6 +137,21 @@ async function syncDirectoryNow(directory: string): Promise<void> {
     if (!isErrnoCode(error, "EISDIR", "EPERM", "EINVAL", "EACCES", "ENOTSUP")) throw error;
   } finally {
     await handle?.close();
+  }
+}
+
+/**
+ * Makes one directory (private mode) inside a parent that must exist; resolves `true` when it made it, `false` when
+ * it was there. Never recursive: a data directory that vanished while the server runs is reported (ENOENT), not
+ * made again as an empty shell by whichever component writes next.
+ */
+export async function makeDirectoryIn(directory: string): Promise<boolean> {
+  try {
+    await mkdir(directory, { mode: PRIVATE_DIRECTORY_MODE });
+    return true;
+  } catch (error) {
+    if (isErrnoCode(error, "EEXIST")) return false;
+    throw error;
   }
 }
 

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import { appendFileSync } from "node:fs";
-import { appendFile, mkdir, readdir } from "node:fs/promises";
+import { appendFile, readdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { describeError, isErrnoCode, type Logger } from "@almanac/core";
-import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE } from "@almanac/durable-write";
+import { describeError, type Logger } from "@almanac/core";
+import { makeDirectoryIn, PRIVATE_FILE_MODE } from "@almanac/durable-write";
 import { localDateOf } from "@almanac/memory-files";
 import { z } from "zod";
 import { readTextIfExists } from "../sessions/file-helpers.js";
@@ -204,12 +204,9 @@ export function createStatsJournal(options: StatsJournalOptions): StatsJournal {
       try {
         const folder = dirname(file);
         if (!madeFolders.has(folder)) {
-          // The journal's own directory first, not recursively: a data directory that vanished while the server
-          // runs is reported (the point is lost), never made again here as an empty shell.
-          await mkdir(dir, { mode: PRIVATE_DIRECTORY_MODE }).catch((error: unknown) => {
-            if (!isErrnoCode(error, "EEXIST")) throw error;
-          });
-          await mkdir(folder, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
+          // Only below the journal's own directory: a vanished data directory loses the point, is not made again.
+          await makeDirectoryIn(dir);
+          if (folder !== dir) await makeDirectoryIn(folder);
           madeFolders.add(folder);
         }
         const text = lines.join("");
