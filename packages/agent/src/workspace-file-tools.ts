@@ -1,7 +1,7 @@
-import { appendFile, mkdir, readdir, stat } from "node:fs/promises";
+import { appendFile, readdir, stat } from "node:fs/promises";
 import * as path from "node:path";
 import { UserError } from "@almanac/core";
-import { PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE, writeFileDurably } from "@almanac/durable-write";
+import { makeDirectoriesBelow, PRIVATE_FILE_MODE, writeFileDurably } from "@almanac/durable-write";
 import { z } from "zod";
 import { positiveInteger } from "./positive-integer.js";
 import { defineTool, type Tool } from "./toolkit.js";
@@ -61,7 +61,8 @@ async function existingKind(target: WorkspaceTarget): Promise<"file" | "director
 
 async function ensureParent(target: WorkspaceTarget): Promise<void> {
   try {
-    await mkdir(path.dirname(target.absolute), { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
+    // Never the root itself: a workspace that vanished is "not found", not made again empty.
+    await makeDirectoriesBelow(target.realRoot, path.dirname(target.absolute));
   } catch (error) {
     throw toWorkspaceError(error, target.shown);
   }

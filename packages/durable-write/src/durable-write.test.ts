@@ -20,6 +20,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
   fsyncDirectory,
   isDurableWriteTempFile,
+  makeDirectoriesBelow,
   makeDirectoryIn,
   PRIVATE_DIRECTORY_MODE,
   removeStaleTempFiles,
@@ -197,6 +198,37 @@ describe("makeDirectoryIn", () => {
     expect(await makeDirectoryIn(made)).toBe(false);
     await expect(makeDirectoryIn(join(dir, "gone", "inner"))).rejects.toMatchObject({ code: "ENOENT" });
     await expect(stat(join(dir, "gone"))).rejects.toMatchObject({ code: "ENOENT" });
+  });
+});
+
+describe("makeDirectoriesBelow", () => {
+  it("makes the folders between a root and a target, private, and nothing when they are there", async () => {
+    const target = join(dir, "inbox", "2026-12-06", "discord");
+    await makeDirectoriesBelow(dir, target);
+    for (const made of [join(dir, "inbox"), join(dir, "inbox", "2026-12-06"), target])
+      expect((await stat(made)).mode & 0o777).toBe(PRIVATE_DIRECTORY_MODE);
+    await makeDirectoriesBelow(dir, target);
+    expect(await readdir(join(dir, "inbox"))).toEqual(["2026-12-06"]);
+  });
+
+  it("never makes a root that vanished, nor anything inside it", async () => {
+    const root = join(dir, "home", "workspace");
+    await expect(makeDirectoriesBelow(root, join(root, "notes", "2026"))).rejects.toMatchObject({
+      code: "ENOENT",
+    });
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it("takes the root itself as the target: nothing made, and it must exist", async () => {
+    await makeDirectoriesBelow(dir, dir);
+    await expect(makeDirectoriesBelow(join(dir, "gone"), join(dir, "gone"))).rejects.toMatchObject({
+      code: "ENOENT",
+    });
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it("refuses a target that is not below the root", async () => {
+    await expect(makeDirectoriesBelow(join(dir, "a"), join(dir, "b"))).rejects.toThrow(/not below/);
   });
 });
 

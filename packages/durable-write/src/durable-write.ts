@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { type FileHandle, mkdir, open, readdir, rename, stat, unlink } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { basename, dirname, isAbsolute, join, relative, sep } from "node:path";
 import { groupCalls, isErrnoCode } from "@almanac/core";
 
 // The one durable write for every file Almanac replaces (snapshots, memory files, the summarizer journal,
@@ -152,6 +152,36 @@ export async function makeDirectoryIn(directory: string): Promise<boolean> {
   } catch (error) {
     if (isErrnoCode(error, "EEXIST")) return false;
     throw error;
+  }
+}
+
+/**
+ * Makes `target` and the directories between `root` and it (private mode), never `root` or anything above it: if
+ * `root` vanished (a data directory moved or an unmounted volume), the ENOENT is thrown and nothing is made. For
+ * writers whose folders nest inside a root (workspace files, attachment inboxes, memory files): `mkdir -p` would
+ * make an empty copy of the whole path. `target` may be `root` itself (nothing is made; it must exist). One syscall
+ * when `target` exists.
+ */
+export async function makeDirectoriesBelow(root: string, target: string): Promise<void> {
+  const path = relative(root, target);
+  if (path.startsWith("..") || isAbsolute(path))
+    throw new Error(`makeDirectoriesBelow: ${target} is not below ${root}`);
+  if (path === "") {
+    await stat(root);
+    return;
+  }
+  try {
+    await mkdir(target, { mode: PRIVATE_DIRECTORY_MODE });
+    return;
+  } catch (error) {
+    if (isErrnoCode(error, "EEXIST")) return;
+    if (!isErrnoCode(error, "ENOENT")) throw error;
+  }
+  // A folder between them is missing: made from the root down, each inside one that must exist.
+  let current = root;
+  for (const part of path.split(sep)) {
+    current = join(current, part);
+    await makeDirectoryIn(current);
   }
 }
 

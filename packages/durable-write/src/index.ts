@@ -2,6 +2,7 @@ export {
   type DurableWriteOptions,
   fsyncDirectory,
   isDurableWriteTempFile,
+  makeDirectoriesBelow,
   makeDirectoryIn,
   PRIVATE_DIRECTORY_MODE,
   PRIVATE_FILE_MODE,

@@ -1,12 +1,17 @@
-import { mkdir, readdir, unlink } from "node:fs/promises";
+import { readdir, unlink } from "node:fs/promises";
 import * as path from "node:path";
 import { errnoCode } from "@almanac/core";
-import { PRIVATE_DIRECTORY_MODE, writeFileDurably } from "@almanac/durable-write";
+import { makeDirectoriesBelow, writeFileDurably } from "@almanac/durable-write";
 
 /** Options of {@link createMemoryBackups}. */
 export interface MemoryBackupsOptions {
   /** Where backups go; one sub-path per memory file, mirroring the workspace layout. */
   readonly directory: string;
+  /**
+   * A folder above `directory` that must exist (the data directory): the folders below it are made as needed, never
+   * it, so a data directory that vanished is reported rather than made again for one backup.
+   */
+  readonly root: string;
   /** Milliseconds since the epoch; names each backup. */
   readonly clock: () => number;
   /** Backups kept per memory file; older ones are deleted. */
@@ -35,7 +40,7 @@ function stampOf(milliseconds: number): string {
  * `<directory>/memory/2024-05-01.md.<stamp>-<n>.bak`, so a person can find and restore it by hand.
  */
 export function createMemoryBackups(options: MemoryBackupsOptions): MemoryBackups {
-  const { directory, clock, maxPerFile } = options;
+  const { directory, root, clock, maxPerFile } = options;
 
   const locate = (relativePath: string) => {
     const target = path.join(directory, ...relativePath.split("/"));
@@ -59,7 +64,7 @@ export function createMemoryBackups(options: MemoryBackupsOptions): MemoryBackup
   return {
     async save(relativePath, content) {
       const { folder, base, pattern } = locate(relativePath);
-      await mkdir(folder, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
+      await makeDirectoriesBelow(root, folder);
       const existing = new Set(await namesOf(folder, pattern));
       const stamp = stampOf(clock());
       let counter = 0;

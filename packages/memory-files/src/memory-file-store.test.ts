@@ -1,4 +1,14 @@
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from "node:fs/promises";
+import {
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import fc from "fast-check";
@@ -88,6 +98,24 @@ describe("createMemoryFileStore", () => {
     });
     expect(await readFile(path.join(workspace, "notes.txt"), "utf8")).toBe("notes\n");
     expect((await store.list()).map((file) => file.path)).toEqual([]);
+  });
+
+  it("never makes a data directory that vanished, before its first use or after: the write fails", async () => {
+    const moved = `${base}-moved`;
+    await rename(base, moved);
+    try {
+      await expect(store.write("MEMORY.md", "# Memory\n")).rejects.toMatchObject({ code: "ENOENT" });
+      await expect(readdir(base)).rejects.toMatchObject({ code: "ENOENT" });
+      await rename(moved, base);
+      await store.write("MEMORY.md", "# Memory\n");
+      await rename(base, moved);
+      await expect(store.write("memory/2024-05-01.md", "- a fact\n")).rejects.toMatchObject({
+        code: "workspace.root_missing",
+      });
+      await expect(readdir(base)).rejects.toMatchObject({ code: "ENOENT" });
+    } finally {
+      await rename(moved, base).catch(() => {});
+    }
   });
 
   it("keeps the previous version as a backup before each rewrite, at most maxBackupsPerFile of them", async () => {

@@ -1,8 +1,8 @@
-import { lstat, mkdir, readFile, realpath } from "node:fs/promises";
+import { lstat, readFile, realpath } from "node:fs/promises";
 import * as path from "node:path";
 import { resolveWorkspacePath } from "@almanac/agent";
 import { errnoCode, isAlmanacError, type Logger, silentLogger, UserError } from "@almanac/core";
-import { PRIVATE_DIRECTORY_MODE, writeFileDurably } from "@almanac/durable-write";
+import { makeDirectoriesBelow, makeDirectoryIn, writeFileDurably } from "@almanac/durable-write";
 import { hashContent } from "./content-hash.js";
 import { listMemoryFiles } from "./list-memory-files.js";
 import { createMemoryBackups, type MemoryBackups } from "./memory-backups.js";
@@ -129,6 +129,8 @@ export function createMemoryFileStore(options: MemoryFileStoreOptions): MemoryFi
   }
   const backups: MemoryBackups = createMemoryBackups({
     directory: path.join(options.stateDir, "backups", "memory-files"),
+    // The data directory the state directory is in: `state/` is made if missing, a vanished data directory never.
+    root: path.dirname(options.stateDir),
     clock: options.clock ?? Date.now,
     maxPerFile: maxBackupsPerFile,
   });
@@ -136,14 +138,21 @@ export function createMemoryFileStore(options: MemoryFileStoreOptions): MemoryFi
   let workspaceReady: Promise<string> | undefined;
 
   const realWorkspace = () => {
-    workspaceReady ??= mkdir(workspace, { recursive: true, mode: PRIVATE_DIRECTORY_MODE }).then(() =>
-      realpath(workspace),
-    );
+    // Made inside a parent that must exist: a data directory that vanished is an error, not made again; the next
+    // call tries again (the directory may be back).
+    workspaceReady ??= makeDirectoryIn(workspace)
+      .then(() => realpath(workspace))
+      .catch((error: unknown) => {
+        workspaceReady = undefined;
+        throw error;
+      });
     return workspaceReady;
   };
 
   /** The real absolute path of a memory file, refusing symlinks that lead anywhere but a memory file. */
-  const resolve = async (requested: string): Promise<{ relative: string; absolute: string }> => {
+  const resolve = async (
+    requested: string,
+  ): Promise<{ relative: string; absolute: string; root: string }> => {
     const relative = normalizeMemoryPath(requested);
     const root = await realWorkspace();
     let absolute: string;
@@ -157,7 +166,7 @@ export function createMemoryFileStore(options: MemoryFileStoreOptions): MemoryFi
     }
     const real = path.relative(root, absolute).split(path.sep).join("/");
     if (!isMemoryFilePath(real)) throw refusePath(requested, `it is a link to "${real}"`);
-    return { relative, absolute };
+    return { relative, absolute, root };
   };
 
   const readOptional = async (absolute: string): Promise<string | undefined> => {
@@ -221,7 +230,7 @@ export function createMemoryFileStore(options: MemoryFileStoreOptions): MemoryFi
     tryRead,
 
     async write(requested, content, writeOptions = {}) {
-      const { relative, absolute } = await resolve(requested);
+      const { relative, absolute, root } = await resolve(requested);
       return withLock(relative, async () => {
         const current = await readOptional(absolute);
         const currentHash = current === undefined ? null : hashContent(current);
@@ -244,7 +253,8 @@ export function createMemoryFileStore(options: MemoryFileStoreOptions): MemoryFi
             `Refused to write "${relative}": the new content (${content.length} characters) would drop most of the existing ${current.length} characters. Keep the existing entries and change only what needs changing.`,
           );
         }
-        await mkdir(path.dirname(absolute), { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
+        // Below the workspace only: if the data directory vanished since it was resolved, the write fails.
+        await makeDirectoriesBelow(root, path.dirname(absolute));
         const backupPath = current === undefined ? undefined : await backups.save(relative, current);
         await writeFileDurably(absolute, content);
         logger.debug({ path: relative, chars: content.length, backupPath }, "memory file written");

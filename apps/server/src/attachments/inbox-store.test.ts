@@ -37,4 +37,13 @@ describe("the inbox store", () => {
     const contents = await Promise.all(paths.map(async (path) => (await readFile(join(workspace, path)))[0]));
     expect(contents.sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
   });
+
+  it("never makes a workspace that vanished again: the save fails and nothing is written", async () => {
+    const home = join(workspace, "home");
+    const store = new InboxStore(join(home, "workspace"));
+    await expect(store.save("inbox/2026-12-06", "photo.jpg", new Uint8Array([1]))).rejects.toMatchObject({
+      code: "ENOENT",
+    });
+    expect(await readdir(workspace)).toEqual([]);
+  });
 });

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { link, mkdir, open, unlink } from "node:fs/promises";
+import { link, open, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { InternalError, isErrnoCode } from "@almanac/core";
-import { fsyncDirectory, PRIVATE_DIRECTORY_MODE, PRIVATE_FILE_MODE } from "@almanac/durable-write";
+import { fsyncDirectory, makeDirectoriesBelow, PRIVATE_FILE_MODE } from "@almanac/durable-write";
 import { numberedFileName } from "./inbox-path.js";
 
 /** Names tried for one file before giving up (`photo.jpg`, `photo-2.jpg`, … `photo-1000.jpg`). */
@@ -26,7 +26,8 @@ export class InboxStore {
    */
   async save(folder: string, name: string, bytes: Uint8Array): Promise<string> {
     const directory = join(this.#workspace, ...folder.split("/"));
-    await mkdir(directory, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
+    // Below the workspace only: a data directory that vanished is an error, not an empty copy with one file.
+    await makeDirectoriesBelow(this.#workspace, directory);
     // The temp name follows the durable writer's pattern (`.<name>.<16 hex>.tmp`), so a crash's leftover is
     // recognized as one.
     const temp = join(directory, `.${name}.${randomBytes(8).toString("hex")}.tmp`);

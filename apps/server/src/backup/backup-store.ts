@@ -1,7 +1,7 @@
-import { type FileHandle, mkdir, open, readdir, rm, stat, unlink } from "node:fs/promises";
+import { type FileHandle, open, readdir, rm, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { isErrnoCode, UserError } from "@almanac/core";
-import { fsyncDirectory, PRIVATE_DIRECTORY_MODE } from "@almanac/durable-write";
+import { fsyncDirectory, makeDirectoryIn } from "@almanac/durable-write";
 import { fileTimestamp, firstFreePaths } from "../sessions/file-helpers.js";
 import type { ArchiveSummary } from "./archive-writer.js";
 import { BACKUPS_DIR, STAGING_PREFIX } from "./data-dir-capture.js";
@@ -75,7 +75,7 @@ export class BackupStore {
   }
 
   async #make(): Promise<CreatedBackup> {
-    await mkdir(this.#folder, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
+    await makeDirectoryIn(this.#folder);
     await this.#removeLeftovers();
     const [file = ""] = await firstFreePaths((suffix) => [
       join(this.#folder, archiveNameAt(this.#clock()).replace(".tar.gz", `${suffix}.tar.gz`)),

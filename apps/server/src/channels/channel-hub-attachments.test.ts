@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -156,6 +156,8 @@ let sessions: SessionManager;
 let llm: ScriptedLlm | undefined;
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "almanac-hub-files-"));
+  // The workspace exists, as the server makes it at start: the inbox never makes it.
+  await mkdir(join(dir, "workspace"));
   model = new EchoModel();
   sessions = createTestSessionManager({ model, dir, sessionsDir: join(dir, "sessions") });
 });

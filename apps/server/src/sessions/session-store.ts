@@ -1,9 +1,9 @@
-import { mkdir, rename, stat, unlink } from "node:fs/promises";
+import { rename, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { isErrnoCode, type Logger, type Message, sessionKeyToFileStem, silentLogger } from "@almanac/core";
 import {
   fsyncDirectory,
-  PRIVATE_DIRECTORY_MODE,
+  makeDirectoryIn,
   removeStaleTempFiles,
   stageFileDurably,
   writeFileDurably,
@@ -175,7 +175,7 @@ class FileSessionStore implements SessionStore {
       const sources = [this.#snapshotPath(stem), this.#transcriptPath(stem)];
       const present = (await Promise.all(sources.map(pathExists))).some(Boolean);
       if (!present) return [];
-      await mkdir(this.#archiveDir, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
+      await makeDirectoryIn(this.#archiveDir);
       const base = join(this.#archiveDir, `${stem}-${fileTimestamp(this.#clock.now())}`);
       const targets = await firstFreePaths((suffix) => [`${base}${suffix}.json`, `${base}${suffix}.jsonl`]);
       const moved: string[] = [];
@@ -269,7 +269,8 @@ class FileSessionStore implements SessionStore {
   // anything: the rename that would have published them did not happen).
   #prepare(): Promise<void> {
     this.#prepared ??= (async () => {
-      await mkdir(this.#dir, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
+      // Inside a data directory that must exist: one that vanished is an error, not made again empty.
+      await makeDirectoryIn(this.#dir);
       const removed = await removeStaleTempFiles(this.#dir);
       if (removed.length > 0)
         this.#logger.warn(
