@@ -39,10 +39,13 @@ const extra = values.args.split(" ").filter((arg) => arg !== "");
 
 /** The columns shown, each a figure server-process writes (the 100 × 10 ones without "warm": its first round). */
 const columns = {
+  start: "start-to-healthz",
   "seq p50": "sequential-latency-p50",
   "beyond p50": "sequential-beyond-model-p50",
   "beyond p99": "sequential-beyond-model-p99",
   "CPU/turn": "sequential-server-cpu-per-turn",
+  "new p50": "new-session-turn-p50",
+  "new CPU": "new-session-server-cpu-per-turn",
   "100×10 CPU": "concurrent-round-1-server-cpu-per-turn",
   "100×10 p99": "concurrent-round-1-p99",
   "first p99": "concurrent-round-1-first-turns-p99",
