@@ -229,6 +229,12 @@ describe("makeDirectoriesBelow", () => {
 
   it("refuses a target that is not below the root", async () => {
     await expect(makeDirectoriesBelow(join(dir, "a"), join(dir, "b"))).rejects.toThrow(/not below/);
+    await expect(makeDirectoriesBelow(join(dir, "a"), dir)).rejects.toThrow(/not below/);
+  });
+
+  it("takes a folder whose name starts with two dots as below the root", async () => {
+    await makeDirectoriesBelow(dir, join(dir, "..drafts", "2026"));
+    expect(await readdir(join(dir, "..drafts"))).toEqual(["2026"]);
   });
 });
 

@@ -164,7 +164,7 @@ export async function makeDirectoryIn(directory: string): Promise<boolean> {
  */
 export async function makeDirectoriesBelow(root: string, target: string): Promise<void> {
   const path = relative(root, target);
-  if (path.startsWith("..") || isAbsolute(path))
+  if (path === ".." || path.startsWith(`..${sep}`) || isAbsolute(path))
     throw new Error(`makeDirectoriesBelow: ${target} is not below ${root}`);
   if (path === "") {
     await stat(root);
