@@ -27,9 +27,12 @@ async function search(server: TestServer, query: string): Promise<string[]> {
   return body.results.map((result) => result.snippet);
 }
 
+/** The memory files under `directory`: not a durable write's hidden temp file, which a rename may take away. */
 async function filesUnder(directory: string): Promise<string[]> {
   const entries = await readdir(directory, { recursive: true, withFileTypes: true }).catch(() => []);
-  return entries.filter((entry) => entry.isFile()).map((entry) => join(entry.parentPath, entry.name));
+  return entries
+    .filter((entry) => entry.isFile() && !entry.name.startsWith("."))
+    .map((entry) => join(entry.parentPath, entry.name));
 }
 
 describe("forget means forget", () => {
