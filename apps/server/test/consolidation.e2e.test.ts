@@ -1,9 +1,10 @@
-import { readdir, readFile, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type RecordedChatRequest, script } from "@almanac/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "./server-process.js";
 import { startTestServer, type TestServer } from "./test-server.js";
+import { filesUnder, readIfPresent } from "./workspace-files.js";
 
 let running: TestServer | undefined;
 afterEach(async () => {
@@ -64,11 +65,6 @@ async function consolidate(server: TestServer): Promise<Status["runs"][number]> 
   );
   expect(run?.state).toBe("done");
   return run as Status["runs"][number];
-}
-
-async function filesUnder(directory: string): Promise<string[]> {
-  const entries = await readdir(directory, { recursive: true, withFileTypes: true });
-  return entries.filter((entry) => entry.isFile()).map((entry) => join(entry.parentPath, entry.name));
 }
 
 const PROJECTS = Array.from(
@@ -187,7 +183,7 @@ describe("consolidation over simulated weeks", () => {
 
     // The forgotten fact is found nowhere: no file of the workspace, no search, no run history.
     for (const file of await filesUnder(workspace))
-      expect(await readFile(file, "utf8"), file).not.toContain("5521");
+      expect(await readIfPresent(file), file).not.toContain("5521");
     expect(await search(server, "5521")).toEqual([]);
     expect(await search(server, "locker code")).toEqual([]);
     expect(JSON.stringify(await status(server))).not.toContain("5521");
