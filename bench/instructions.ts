@@ -4,7 +4,8 @@
  * apart; these repeat within ~1–3 %). Each build given runs, in its own process under callgrind, a warm-up and
  * then, `--rounds` times: `--turns` turns in one conversation, `--turns` new conversations of one turn each, and
  * 50 conversations × 4 turns at once; a dump between phases counts each phase alone, for the main thread and
- * for the process's other threads (V8's compiler and collector helpers, libuv's pool). The scripted model runs
+ * for the process's other threads (V8's compiler and collector helpers, libuv's pool), and the start alone (to
+ * the first `/healthz` 200). The scripted model runs
  * outside callgrind (bench/model-process.ts). Not part of the test run.
  *
  * Counts are user-space instructions: the kernel's work for a syscall is not in them (compare syscalls with
@@ -75,6 +76,12 @@ for (const build of builds) {
   );
   results.set(build.label, counts);
   for (const count of counts) {
+    if (count.turns === 0) {
+      console.log(
+        `${build.label.padEnd(10)} ${count.phase.padEnd(18)} main ${(count.main / 1e6).toFixed(0)} M, other threads ${(count.others / 1e6).toFixed(0)} M, process ${((count.main + count.others) / 1e6).toFixed(0)} M`,
+      );
+      continue;
+    }
     const perTurn = (value: number) => value / count.turns / 1e6;
     console.log(
       `${build.label.padEnd(10)} ${count.phase.padEnd(18)} main ${perTurn(count.main).toFixed(3)} M a turn, other threads ${perTurn(count.others).toFixed(3)} M, process ${perTurn(count.main + count.others).toFixed(3)} M (${count.turns} turns)`,
@@ -93,27 +100,44 @@ for (const build of builds) {
   for (const phase of phases) {
     const mine = meanPerTurn(counts, phase);
     const theirs = meanPerTurn(results.get(first?.label ?? "") ?? [], phase);
-    const change = (a: number, b: number) =>
-      build === first ? "" : ` (${a >= b ? "+" : ""}${(((a - b) / b) * 100).toFixed(1)} %)`;
+    const change = (a: number, b: number) => (build === first ? "" : ` (${percentChange(a, b)})`);
     line.push(
       `${phase}: main ${mine.main.toFixed(3)}${change(mine.main, theirs.main)}, process ${mine.process.toFixed(3)}${change(mine.process, theirs.process)}`,
     );
     figures.add(`${build.label}-${phase}-main-instructions-per-turn`, mine.main, "M");
     figures.add(`${build.label}-${phase}-process-instructions-per-turn`, mine.process, "M");
   }
-  const warmUp = counts.find((count) => count.phase === "warm-up");
-  const warmUpTotal = warmUp === undefined ? Number.NaN : (warmUp.main + warmUp.others) / 1e6;
-  figures.add(`${build.label}-start-and-warm-up-instructions`, warmUpTotal, "M");
+  const total = (phase: string) => {
+    const found = counts.find((count) => count.phase === phase);
+    return found === undefined
+      ? { main: Number.NaN, process: Number.NaN }
+      : { main: found.main / 1e6, process: (found.main + found.others) / 1e6 };
+  };
+  const start = total("start");
+  const theirStart = (results.get(first?.label ?? "") ?? []).find((count) => count.phase === "start");
+  const startChange =
+    build === first || theirStart === undefined
+      ? ""
+      : ` (${percentChange(start.process, (theirStart.main + theirStart.others) / 1e6)})`;
+  figures.add(`${build.label}-start-main-instructions`, start.main, "M");
+  figures.add(`${build.label}-start-process-instructions`, start.process, "M");
+  figures.add(`${build.label}-warm-up-process-instructions`, total("warm-up").process, "M");
   console.log(
-    `${build.label.padEnd(10)} M instructions a turn, mean of ${rounds} rounds — ${line.join("; ")}; start and warm-up ${warmUpTotal.toFixed(0)} M`,
+    `${build.label.padEnd(10)} M instructions a turn, mean of ${rounds} rounds — ${line.join("; ")}; the start (to /healthz) ${start.process.toFixed(0)} M${startChange}, main ${start.main.toFixed(0)} M`,
   );
 }
 figures.write();
 
+/** `now` against `before`, signed: "+6.8 %". */
+function percentChange(now: number, before: number): string {
+  const change = ((now - before) / before) * 100;
+  return `${change >= 0 ? "+" : ""}${change.toFixed(1)} %`;
+}
+
 /** A phase's instructions a turn (millions), the mean over its rounds; "all": over every measured turn. */
 function meanPerTurn(counts: readonly PhaseCount[], phase: string): { main: number; process: number } {
   if (phase === "all") {
-    const measured = counts.filter((count) => count.phase !== "warm-up");
+    const measured = counts.filter((count) => count.turns > 0 && count.phase !== "warm-up");
     const turnsCounted = measured.reduce((total, count) => total + count.turns, 0);
     const main = measured.reduce((total, count) => total + count.main, 0);
     const others = measured.reduce((total, count) => total + count.others, 0);
@@ -174,7 +198,9 @@ async function countBuild(main: string, keep: string | undefined): Promise<Phase
   try {
     const base = await serverURL(server, logFile);
     const turn = (user: string, content: string) => chatTurn(agent, base, user, content);
-    const counted: { phase: string; turns: number }[] = [];
+    // The start: from the process's first instruction to /healthz answering (no turn).
+    execFileSync("callgrind_control", ["--dump=start", String(server.pid)], { stdio: "ignore" });
+    const counted: { phase: string; turns: number }[] = [{ phase: "start", turns: 0 }];
     const phase = async (name: string, count: number, run: () => Promise<void>) => {
       await run();
       // Let the turns' trailing work (statistics, fsyncs) finish inside the phase.
